@@ -1,0 +1,1 @@
+"""The REST API (Django REST Framework): no models of its own."""

@@ -1,0 +1,1 @@
+"""Operations: embedded defaults, the dev runner, health, deploy checks."""

@@ -1,0 +1,1 @@
+"""Runs, their results and statistics: the one app that owns the models."""

@@ -1,0 +1,431 @@
+"""Turn a validated bundle into a Run with its Results, in one transaction.
+
+The raw tool outputs a bundle carries are parsed again here with the agent's
+own parsers: the server's numbers never depend on what a (possibly older or
+modified) agent computed, and a better parser can re-ingest old submissions.
+Records are taken as sent only where there is no raw output (published
+reference figures, which come from a document, not a tool run).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+from collections import defaultdict
+
+from django.db import transaction
+
+from benchdb.results import stats
+from benchdb.results.models import (
+    METRIC_FIELDS,
+    CpuModel,
+    DiskModel,
+    Hardware,
+    Measurement,
+    RawOutput,
+    Result,
+    Run,
+)
+from benchdb.results.vocab import DiskType, Role, Source, Visibility
+from benchdb_agent import parsers
+from benchdb_agent import suite as agent_suite
+
+# Tags copied onto Run columns as they are (already vocabulary-checked).
+RUN_TAG_COLUMNS = (
+    "platform",
+    "virtualization",
+    "cache_mode",
+    "aio_mode",
+    "image_format",
+    "storage_backend",
+    "disk_bus",
+    "hypervisor_version",
+    "guest_filesystem",
+    "host_filesystem",
+)
+
+# What each disk class can plausibly do, per device (rough upper bounds well
+# above any real device of the class).  A result beyond them was served by a
+# cache, not by the disk, and marks the run suspect instead of mixing it in.
+PLAUSIBLE_LIMITS = {
+    DiskType.HDD: {"iops_random": 2_000, "bw_bytes": 600e6},
+    DiskType.SATA_SSD: {"iops_random": 200_000, "bw_bytes": 1_200e6},
+    DiskType.NVME_SSD: {"iops_random": 3_000_000, "bw_bytes": 30e9},
+    DiskType.OPTANE: {"iops_random": 3_000_000, "bw_bytes": 30e9},
+}
+
+# /sys/block/X/queue/write_cache as the guest sees it, against cache modes
+# (QEMU reports a volatile write cache to the guest unless writethrough or
+# directsync): see shared research, "cache modes as three flags".
+WRITE_CACHE_COMPATIBLE = {
+    "write back": {"none", "writeback", "unsafe"},
+    "write through": {"writethrough", "directsync"},
+}
+
+
+class IngestError(ValueError):
+    """A bundle that validated but cannot be stored (e.g. unparseable raw)."""
+
+    def __init__(self, errors: list[dict]):
+        super().__init__("; ".join(f"{e['pointer']}: {e['message']}" for e in errors))
+        self.errors = errors
+
+
+def decode_raw(raw: dict) -> str:
+    """The text of a bundle's ``raw`` object (``gzip+base64`` or ``plain``)."""
+    encoding = raw.get("encoding", "plain")
+    if encoding == "gzip+base64":
+        return gzip.decompress(base64.b64decode(raw["data"])).decode("utf-8")
+    if encoding == "plain":
+        return raw["data"]
+    raise ValueError(f"unknown raw encoding {encoding!r}")
+
+
+def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict | None]]:
+    """Every repeat of a bundle test as (index, records, raw) from the raw output.
+
+    Raises IngestError naming the repeat whose raw output does not parse.
+    """
+    out = []
+    for i, repeat in enumerate(test.get("repeats", [])):
+        raw = repeat.get("raw")
+        index = repeat.get("index", i)
+        if raw:
+            where = f"{pointer}/repeats/{i}/raw"
+            try:
+                text = decode_raw(raw)
+                parsed = parsers.parse(text, raw.get("format"), source=where)
+            except (ValueError, KeyError, OSError) as exc:
+                raise IngestError([{"pointer": where, "message": str(exc)}]) from exc
+            out.append((index, parsed["records"], raw))
+        else:
+            out.append((index, repeat.get("records", []), None))
+    return out
+
+
+def _aggregate_repeat(records: list[dict]) -> dict[str, dict]:
+    """One repeat's records summed per direction (several jobs add up).
+
+    Throughput adds up across jobs exactly; latency figures are kept only
+    where a direction has a single record, since averaging jobs' latencies
+    would be an estimate, not a measurement.
+    """
+    by_dir: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        by_dir[rec["direction"]].append(rec)
+    out = {}
+    for direction, recs in by_dir.items():
+        if len(recs) == 1:
+            out[direction] = {f: recs[0].get(f) for f in METRIC_FIELDS}
+            continue
+        agg = {}
+        for f in METRIC_FIELDS:
+            vals = [r.get(f) for r in recs]
+            if f in ("iops", "bw_bytes", "io_bytes") and None not in vals:
+                agg[f] = sum(vals)
+            elif f == "runtime_s" and None not in vals:
+                agg[f] = max(vals)
+            else:
+                agg[f] = None
+        out[direction] = agg
+    return out
+
+
+def compute_stats(repeats: list[tuple[int, list[dict]]]) -> dict:
+    """Per direction and metric, the summary over repeats (results.stats)."""
+    per_dir: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for _index, records in repeats:
+        for direction, metrics in _aggregate_repeat(records).items():
+            for f, v in metrics.items():
+                if v is not None:
+                    per_dir[direction][f].append(v)
+    return {
+        direction: {f: stats.summarize(vals) for f, vals in metrics.items()}
+        for direction, metrics in per_dir.items()
+    }
+
+
+def main_direction(test_stats: dict, preferred: str | None) -> str | None:
+    if preferred in test_stats:
+        return preferred
+    for direction in ("read", "write", "trim"):
+        if direction in test_stats:
+            return direction
+    return None
+
+
+def _hardware(bundle: dict) -> Hardware | None:
+    env = bundle.get("environment") or {}
+    tags = bundle.get("tags") or {}
+    cpu = env.get("cpu") or {}
+    target = env.get("target") or {}
+    disk_type = tags.get("disk_type") or DiskType.UNKNOWN
+    disk_model = tags.get("disk_model") or ""
+    if bundle.get("role") == Role.HOST:
+        # On the host the agent sees the real disk; in a guest it sees a
+        # virtual one whose model and rotational flag say nothing of the host.
+        disk_model = disk_model or (target.get("model") or "")
+        if disk_type == DiskType.UNKNOWN:
+            if target.get("disk_bus") == "nvme":
+                disk_type = DiskType.NVME_SSD
+            elif target.get("rotational") is True:
+                disk_type = DiskType.HDD
+            elif target.get("rotational") is False and target.get("disk_bus") in (
+                "sata",
+                "scsi",
+            ):
+                disk_type = DiskType.SATA_SSD
+    battery = {"yes": True, "no": False}.get(tags.get("controller_battery", ""))
+    fields = {
+        "cpu_model": (cpu.get("model") or "")[:200],
+        "cpu_sockets": cpu.get("sockets"),
+        "cpu_cores": cpu.get("cores"),
+        "cpu_threads": cpu.get("threads"),
+        "memory_bytes": env.get("memory_bytes"),
+        "disk_model": disk_model[:200],
+        "disk_type": disk_type,
+        "disk_count": _int_or_none(tags.get("disk_count")),
+        "disk_size_bytes": target.get("size_bytes")
+        if bundle.get("role") == Role.HOST
+        else None,
+        "raid_controller": (tags.get("raid_controller") or "")[:200],
+        "raid_level": tags.get("raid_level") or "unknown",
+        "controller_cache_bytes": _int_or_none(tags.get("controller_cache")),
+        "controller_battery": battery,
+    }
+    if not any(v not in (None, "", "unknown") for v in fields.values()):
+        return None
+    fingerprint = Hardware.fingerprint_of(fields)
+    cpu_model = (
+        CpuModel.objects.get_or_create(name=fields["cpu_model"])[0]
+        if fields["cpu_model"]
+        else None
+    )
+    disk = (
+        DiskModel.objects.get_or_create(name=fields["disk_model"])[0]
+        if fields["disk_model"]
+        else None
+    )
+    values = {**fields, "cpu_model": cpu_model, "disk_model": disk}
+    hw, _created = Hardware.objects.get_or_create(
+        fingerprint=fingerprint, defaults=values
+    )
+    return hw
+
+
+def _int_or_none(value) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def plausibility(run: Run, results: list[Result]) -> list[str]:
+    """Reasons to mark a run suspect (empty when it looks like a disk figure)."""
+    reasons = []
+    evidence = (run.environment.get("target") or {}).get("write_cache")
+    compatible = WRITE_CACHE_COMPATIBLE.get((evidence or "").strip().lower())
+    if (
+        run.role == Role.GUEST
+        and compatible
+        and run.cache_mode
+        in {"none", "writeback", "unsafe", "writethrough", "directsync"}
+        and run.cache_mode not in compatible
+    ):
+        reasons.append(
+            f"declared cache mode {run.cache_mode!r} contradicts the guest's "
+            f"write_cache {evidence!r} (compatible: {', '.join(sorted(compatible))})"
+        )
+    limits = PLAUSIBLE_LIMITS.get(run.hardware.disk_type) if run.hardware else None
+    if limits:
+        count = run.hardware.disk_count or 1
+        kind = run.hardware.get_disk_type_display()
+        for result in results:
+            if not result.comparable:
+                continue
+            random = (
+                "rand" in str(result.options.get("rw", "")) or "4k" in result.test_id
+            )
+            if (
+                random
+                and result.tool == "fio"
+                and result.iops_mean
+                and result.iops_mean > limits["iops_random"] * count
+            ):
+                reasons.append(
+                    f"{result.test_id}: {result.iops_mean:.0f} IOPS is beyond what "
+                    f"{count} {run.hardware.get_disk_type_display()} can do: a cache "
+                    "answered, not the disk"
+                )
+            if (
+                result.bw_bytes_mean
+                and result.bw_bytes_mean > limits["bw_bytes"] * count
+            ):
+                reasons.append(
+                    f"{result.test_id}: {result.bw_bytes_mean / 1e6:.0f} MB/s is "
+                    f"beyond what {count} {kind} can do: a cache answered, not the disk"
+                )
+    return reasons
+
+
+def link_pair(run: Run) -> None:
+    """Link a guest run and its host baseline, whichever arrived first."""
+    if not run.pair_id:
+        return
+    if run.role == Role.GUEST:
+        host = (
+            Run.objects.filter(pair_id=run.pair_id, role=Role.HOST)
+            .order_by("created")
+            .first()
+        )
+        if host:
+            run.baseline = host
+            run.save(update_fields=["baseline"])
+    else:
+        Run.objects.filter(
+            pair_id=run.pair_id, role=Role.GUEST, baseline__isnull=True
+        ).update(baseline=run)
+
+
+def _test_meta(test: dict) -> dict:
+    """Catalogue facts about a test id (title, group, main direction)."""
+    try:
+        info = agent_suite.get_test(test["test_id"])
+    except (KeyError, LookupError, AttributeError):
+        info = None
+    info = info or {}
+    return {
+        "title": test.get("title") or info.get("title") or test["test_id"],
+        "group": test.get("group") or info.get("group") or "",
+        "direction": info.get("direction"),
+    }
+
+
+@transaction.atomic
+def store_bundle(
+    bundle: dict,
+    *,
+    owner=None,
+    owner_key_hash: str = "",
+    visibility: str = Visibility.PUBLIC,
+) -> Run:
+    """Create the Run, its Results, Measurements and RawOutputs from a bundle.
+
+    All or nothing: any error rolls the whole run back.  The caller handles
+    idempotency (the Submission's unique bundle id, and ``Run.uuid``).
+    """
+    tags = dict(bundle.get("tags") or {})
+    env = bundle.get("environment") or {}
+    target = env.get("target") or {}
+    suite = bundle.get("suite") or {}
+    source = bundle.get("source") or Source.MEASURED
+    run = Run(
+        uuid=bundle["bundle_id"],
+        title=(bundle.get("title") or "")[:200],
+        role=bundle.get("role") or Role.GUEST,
+        suite_id=suite.get("id", ""),
+        suite_version=str(suite.get("version", "")),
+        profile=suite.get("profile", ""),
+        agent_version=(bundle.get("agent") or {}).get("version", ""),
+        ran_at=bundle.get("created"),
+        source=source,
+        citation=bundle.get("citation") or "",
+        citation_url=bundle.get("citation_url") or "",
+        notes=bundle.get("notes") or tags.get("note", ""),
+        owner=owner,
+        owner_key_hash=owner_key_hash,
+        visibility=visibility,
+        pair_id=bundle.get("pair_id") or "",
+        environment=env,
+        tags=tags,
+        warnings=bundle.get("warnings") or [],
+        os_name=((env.get("os") or {}).get("name") or "")[:200],
+        kernel=((env.get("os") or {}).get("kernel") or "")[:200],
+    )
+    detected_virt = (env.get("virtualization") or {}).get("type")
+    if detected_virt:
+        run.virtualization = detected_virt
+    detected_platform = (env.get("platform") or {}).get("value")
+    if detected_platform:
+        run.platform = detected_platform
+    if target.get("disk_bus") and run.role == Role.GUEST:
+        run.disk_bus = target["disk_bus"]
+    if target.get("filesystem"):
+        if run.role == Role.GUEST:
+            run.guest_filesystem = target["filesystem"][:50]
+        else:
+            run.host_filesystem = target["filesystem"][:50]
+    if run.role == Role.HOST:
+        run.storage_backend = "native"
+        run.cache_mode = "unknown"
+    # Declared tags win over detection: they say what the guest cannot see.
+    for key in RUN_TAG_COLUMNS:
+        if tags.get(key):
+            setattr(run, key, tags[key])
+    if tags.get("iothread") in ("yes", "no"):
+        run.iothread = tags["iothread"] == "yes"
+    run.hardware = _hardware(bundle)
+    run.save()
+
+    results = []
+    for t_index, test in enumerate(bundle.get("tests") or []):
+        pointer = f"/tests/{t_index}"
+        repeats = reparse_test(test, pointer)
+        meta = _test_meta(test)
+        test_stats = compute_stats([(i, recs) for i, recs, _raw in repeats])
+        direction = main_direction(test_stats, meta["direction"])
+        main = test_stats.get(direction, {}) if direction else {}
+        comparable = test.get("comparable", test.get("tool") != "other")
+        result = Result.objects.create(
+            run=run,
+            test_id=test["test_id"],
+            tool=test.get("tool", "other"),
+            title=meta["title"][:200],
+            group=meta["group"][:64],
+            comparability_key=test.get("comparability_key")
+            or f"external|{test['test_id']}",
+            comparable=comparable,
+            approximate=bool(test.get("approximate")),
+            options=test.get("options") or {},
+            command=test.get("command") or [],
+            tool_version=(test.get("tool_version") or "")[:64],
+            preconditioned=bool(test.get("preconditioned")),
+            extra_repeats=test.get("extra_repeats") or 0,
+            repeat_count=len(repeats),
+            stats={"main_direction": direction, "directions": test_stats},
+            iops_mean=(main.get("iops") or {}).get("mean"),
+            bw_bytes_mean=(main.get("bw_bytes") or {}).get("mean"),
+            lat_mean_ns_mean=(main.get("lat_mean_ns") or {}).get("mean"),
+        )
+        measurements = []
+        for index, records, raw in repeats:
+            for rec in records:
+                measurements.append(
+                    Measurement(
+                        result=result,
+                        repeat=index,
+                        job=(rec.get("job") or "")[:200],
+                        direction=rec["direction"],
+                        **{f: rec.get(f) for f in METRIC_FIELDS},
+                    )
+                )
+            if raw:
+                text = decode_raw(raw)
+                RawOutput.objects.create(
+                    result=result,
+                    repeat=index,
+                    format=raw.get("format") or "",
+                    data_gzip=gzip.compress(text.encode("utf-8")),
+                    sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                )
+        Measurement.objects.bulk_create(measurements)
+        results.append(result)
+
+    reasons = plausibility(run, results)
+    if reasons:
+        run.suspect = True
+        run.suspect_reasons = reasons
+        run.save(update_fields=["suspect", "suspect_reasons"])
+    link_pair(run)
+    return run

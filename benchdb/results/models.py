@@ -1,0 +1,547 @@
+"""What benchdb stores: runs of the benchmark suite and what they measured.
+
+Units are fixed and carried in field names: bandwidth in bytes per second
+(``bw_bytes``), latency in nanoseconds (``*_ns``), operations per second
+(``iops``), sizes in bytes (``*_bytes``), durations in seconds (``*_s``).  A
+metric is what the tool reported, converted exactly, or NULL: never estimated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+
+from benchdb.results.vocab import (
+    AioMode,
+    CacheMode,
+    Direction,
+    DiskBus,
+    DiskType,
+    ImageFormat,
+    Platform,
+    RaidLevel,
+    Role,
+    Source,
+    StorageBackend,
+    Tool,
+    Virtualization,
+    Visibility,
+)
+
+# Numeric metrics of one measurement record, in the units their names carry.
+METRIC_FIELDS = (
+    "iops",
+    "bw_bytes",
+    "io_bytes",
+    "runtime_s",
+    "lat_mean_ns",
+    "clat_mean_ns",
+    "clat_p50_ns",
+    "clat_p99_ns",
+    "clat_p99_9_ns",
+    "lat_min_ns",
+    "lat_max_ns",
+    "lat_stdev_ns",
+)
+
+
+def hash_secret(secret: str) -> str:
+    """SHA-256 of a token or owner key: the database never holds the secret."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_secret(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_urlsafe(32)}"
+
+
+class CpuModel(models.Model):
+    """A CPU model name as the system reports it (open-ended lookup)."""
+
+    name = models.CharField(max_length=200, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DiskModel(models.Model):
+    """A disk model name (open-ended lookup): "Samsung SSD 850 EVO 500GB"."""
+
+    name = models.CharField(max_length=200, unique=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Hardware(models.Model):
+    """The physical machine and disks under a run (the host's, for a guest).
+
+    Rows are shared by every run on the same hardware: ``fingerprint`` is a
+    hash of all the other fields, so ingest upserts instead of duplicating.
+    """
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    cpu_model = models.ForeignKey(
+        CpuModel, null=True, blank=True, on_delete=models.PROTECT
+    )
+    cpu_sockets = models.PositiveSmallIntegerField(null=True, blank=True)
+    cpu_cores = models.PositiveIntegerField(null=True, blank=True)
+    cpu_threads = models.PositiveIntegerField(null=True, blank=True)
+    memory_bytes = models.BigIntegerField(null=True, blank=True)
+    disk_model = models.ForeignKey(
+        DiskModel, null=True, blank=True, on_delete=models.PROTECT
+    )
+    disk_type = models.CharField(
+        max_length=16, choices=DiskType.choices, default=DiskType.UNKNOWN
+    )
+    disk_count = models.PositiveSmallIntegerField(null=True, blank=True)
+    disk_size_bytes = models.BigIntegerField(null=True, blank=True)
+    raid_controller = models.CharField(max_length=200, blank=True)
+    raid_level = models.CharField(
+        max_length=16, choices=RaidLevel.choices, default=RaidLevel.UNKNOWN
+    )
+    controller_cache_bytes = models.BigIntegerField(null=True, blank=True)
+    controller_battery = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "hardware"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(memory_bytes__isnull=True) | Q(memory_bytes__gte=0),
+                name="%(app_label)s_%(class)s_memory_nonnegative",
+            ),
+            models.CheckConstraint(
+                condition=Q(controller_cache_bytes__isnull=True)
+                | Q(controller_cache_bytes__gte=0),
+                name="%(app_label)s_%(class)s_cache_nonnegative",
+            ),
+        ]
+        indexes = [
+            # Browse facet "disk type" joins runs to hardware on this column.
+            models.Index(fields=["disk_type"], name="results_hw_disk_type_idx"),
+        ]
+
+    def __str__(self) -> str:
+        parts = [str(self.disk_model or ""), self.get_disk_type_display()]
+        if self.raid_level not in (RaidLevel.UNKNOWN, RaidLevel.NONE):
+            parts.append(self.get_raid_level_display())
+        return " · ".join(p for p in parts if p)
+
+    @classmethod
+    def fingerprint_of(cls, fields: dict) -> str:
+        """Stable hash of the hardware description (keys sorted)."""
+        text = "|".join(f"{k}={fields.get(k)!s}" for k in sorted(fields))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+class RunQuerySet(models.QuerySet):
+    def visible(self) -> RunQuerySet:
+        """Runs anyone may see in lists and aggregates."""
+        return self.filter(visibility=Visibility.PUBLIC, hidden=False)
+
+    def readable_by(self, user) -> RunQuerySet:
+        """Runs a user may open: public or unlisted ones, and their own."""
+        if user is not None and user.is_authenticated:
+            if user.is_staff:
+                return self.all()
+            return self.filter(
+                Q(visibility__in=[Visibility.PUBLIC, Visibility.UNLISTED])
+                | Q(owner=user)
+            )
+        return self.filter(visibility__in=[Visibility.PUBLIC, Visibility.UNLISTED])
+
+    def for_list(self) -> RunQuerySet:
+        """What a run list (page or API) shows, in a bounded number of queries."""
+        return self.select_related(
+            "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
+        )
+
+
+class Run(models.Model):
+    """One execution of a benchmark suite in one environment.
+
+    A guest run (``role=guest``) measured inside a VM; a host run
+    (``role=host``) is the same suite on the bare host, the native baseline.
+    Runs sharing a ``pair_id`` are linked through ``baseline``.
+    """
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    title = models.CharField(max_length=200, blank=True)
+    # Environment.
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.GUEST)
+    platform = models.CharField(
+        max_length=16, choices=Platform.choices, default=Platform.UNKNOWN
+    )
+    virtualization = models.CharField(
+        max_length=16, choices=Virtualization.choices, default=Virtualization.UNKNOWN
+    )
+    hypervisor_version = models.CharField(max_length=100, blank=True)
+    os_name = models.CharField(max_length=200, blank=True)
+    kernel = models.CharField(max_length=200, blank=True)
+    # Virtual disk.
+    cache_mode = models.CharField(
+        max_length=16, choices=CacheMode.choices, default=CacheMode.UNKNOWN
+    )
+    aio_mode = models.CharField(
+        max_length=16, choices=AioMode.choices, default=AioMode.UNKNOWN
+    )
+    iothread = models.BooleanField(null=True, blank=True)
+    image_format = models.CharField(
+        max_length=16, choices=ImageFormat.choices, default=ImageFormat.UNKNOWN
+    )
+    storage_backend = models.CharField(
+        max_length=16, choices=StorageBackend.choices, default=StorageBackend.UNKNOWN
+    )
+    disk_bus = models.CharField(
+        max_length=16, choices=DiskBus.choices, default=DiskBus.UNKNOWN
+    )
+    guest_filesystem = models.CharField(max_length=50, blank=True)
+    host_filesystem = models.CharField(max_length=50, blank=True)
+    hardware = models.ForeignKey(
+        Hardware, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    # The suite.
+    suite_id = models.CharField(max_length=64)
+    suite_version = models.CharField(max_length=32)
+    profile = models.CharField(max_length=32, blank=True)
+    agent_version = models.CharField(max_length=32, blank=True)
+    ran_at = models.DateTimeField(null=True, blank=True)
+    # Provenance.
+    source = models.CharField(
+        max_length=16, choices=Source.choices, default=Source.MEASURED
+    )
+    citation = models.TextField(blank=True)
+    citation_url = models.URLField(max_length=500, blank=True)
+    notes = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+    )
+    # SHA-256 of the secret key an anonymous submitter got back once.
+    owner_key_hash = models.CharField(max_length=64, blank=True)
+    visibility = models.CharField(
+        max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC
+    )
+    # Guest/host pairing.
+    pair_id = models.CharField(max_length=64, blank=True)
+    baseline = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="guests",
+        help_text="The host run that is this guest run's native baseline.",
+    )
+    # Everything the agent detected and every tag, as sent (for display and
+    # for facets that have no column yet).
+    environment = models.JSONField(default=dict, blank=True)
+    tags = models.JSONField(default=dict, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    # Moderation and plausibility.
+    suspect = models.BooleanField(default=False)
+    suspect_reasons = models.JSONField(default=list, blank=True)
+    hidden = models.BooleanField(default=False)
+    hidden_reason = models.TextField(blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(source=Source.PUBLISHED) | ~Q(citation=""),
+                name="%(app_label)s_%(class)s_published_has_citation",
+            ),
+            models.CheckConstraint(
+                condition=Q(hidden=False) | ~Q(hidden_reason=""),
+                name="%(app_label)s_%(class)s_hidden_has_reason",
+            ),
+            models.CheckConstraint(
+                condition=Q(baseline__isnull=True) | Q(role=Role.GUEST),
+                name="%(app_label)s_%(class)s_only_guests_have_baseline",
+            ),
+        ]
+        indexes = [
+            # Browse: public, not hidden, newest first.
+            models.Index(
+                fields=["visibility", "hidden", "-created"],
+                name="results_run_browse_idx",
+            ),
+            # The facet filters most asked for (cache mode report, by layout).
+            models.Index(fields=["cache_mode"], name="results_run_cache_idx"),
+            models.Index(fields=["storage_backend"], name="results_run_storage_idx"),
+            models.Index(
+                fields=["platform", "virtualization"], name="results_run_hv_idx"
+            ),
+            models.Index(fields=["disk_bus"], name="results_run_bus_idx"),
+            # Linking a guest run to its host baseline by pair id.
+            models.Index(fields=["pair_id", "role"], name="results_run_pair_idx"),
+            # Free-form tag queries (tags @> '{"key": "value"}').
+            GinIndex(fields=["tags"], name="results_run_tags_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Run {self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("run-detail", args=[self.pk])
+
+    def set_owner_key(self) -> str:
+        """Give the run a fresh owner key; returns it (shown once)."""
+        key = new_secret("bdo")
+        self.owner_key_hash = hash_secret(key)
+        return key
+
+    def check_owner_key(self, key: str) -> bool:
+        return bool(self.owner_key_hash) and secrets.compare_digest(
+            self.owner_key_hash, hash_secret(key)
+        )
+
+
+class Result(models.Model):
+    """One test of a run (one test id) and the statistics over its repeats.
+
+    ``stats`` holds, per direction and metric, ``{"n", "mean", "stdev",
+    "ci95_low", "ci95_high"}`` in the metric's unit; the ``*_mean`` columns
+    copy the main figures so lists and aggregates can sort and filter in SQL.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
+    test_id = models.CharField(max_length=100)
+    tool = models.CharField(max_length=8, choices=Tool.choices)
+    title = models.CharField(max_length=200, blank=True)
+    group = models.CharField(max_length=64, blank=True)
+    comparability_key = models.CharField(max_length=300)
+    # False for tests outside the standard suite (e.g. a published archive
+    # time): shown, never compared with the agent's tests.
+    comparable = models.BooleanField(default=True)
+    # Published figures the text gives only approximately ("about 190 MB/s").
+    approximate = models.BooleanField(default=False)
+    options = models.JSONField(default=dict, blank=True)
+    command = models.JSONField(default=list, blank=True)
+    tool_version = models.CharField(max_length=64, blank=True)
+    preconditioned = models.BooleanField(default=False)
+    extra_repeats = models.PositiveSmallIntegerField(default=0)
+    repeat_count = models.PositiveSmallIntegerField(default=0)
+    stats = models.JSONField(default=dict, blank=True)
+    iops_mean = models.FloatField(null=True, blank=True)
+    bw_bytes_mean = models.FloatField(null=True, blank=True)
+    lat_mean_ns_mean = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "test_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "test_id"], name="%(app_label)s_%(class)s_unique_test"
+            ),
+            models.CheckConstraint(
+                condition=Q(iops_mean__isnull=True) | Q(iops_mean__gte=0),
+                name="%(app_label)s_%(class)s_iops_nonnegative",
+            ),
+            models.CheckConstraint(
+                condition=Q(bw_bytes_mean__isnull=True) | Q(bw_bytes_mean__gte=0),
+                name="%(app_label)s_%(class)s_bw_nonnegative",
+            ),
+            models.CheckConstraint(
+                condition=Q(lat_mean_ns_mean__isnull=True) | Q(lat_mean_ns_mean__gte=0),
+                name="%(app_label)s_%(class)s_lat_nonnegative",
+            ),
+        ]
+        indexes = [
+            # Aggregates, percentile ranks and compare: all results of one
+            # comparable measurement across runs.
+            models.Index(
+                fields=["comparability_key", "run"], name="results_result_key_idx"
+            ),
+            models.Index(fields=["test_id"], name="results_result_test_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}:{self.test_id}"
+
+
+class Measurement(models.Model):
+    """One normalized record of one repeat: a direction of a job, as parsed.
+
+    A plain read test gives one record per repeat; a mixed read/write test
+    gives two (read and write); the metrics are in the units their names say.
+    """
+
+    result = models.ForeignKey(
+        Result, on_delete=models.CASCADE, related_name="measurements"
+    )
+    repeat = models.PositiveSmallIntegerField()
+    job = models.CharField(max_length=200, blank=True)
+    direction = models.CharField(max_length=8, choices=Direction.choices)
+    iops = models.FloatField(null=True, blank=True)
+    bw_bytes = models.FloatField(null=True, blank=True)
+    io_bytes = models.FloatField(null=True, blank=True)
+    runtime_s = models.FloatField(null=True, blank=True)
+    lat_mean_ns = models.FloatField(null=True, blank=True)
+    clat_mean_ns = models.FloatField(null=True, blank=True)
+    clat_p50_ns = models.FloatField(null=True, blank=True)
+    clat_p99_ns = models.FloatField(null=True, blank=True)
+    clat_p99_9_ns = models.FloatField(null=True, blank=True)
+    lat_min_ns = models.FloatField(null=True, blank=True)
+    lat_max_ns = models.FloatField(null=True, blank=True)
+    lat_stdev_ns = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["result", "repeat", "direction", "job"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(
+                    *(
+                        Q(**{f"{f}__isnull": True}) | Q(**{f"{f}__gte": 0})
+                        for f in METRIC_FIELDS
+                    )
+                ),
+                name="%(app_label)s_%(class)s_metrics_nonnegative",
+            ),
+            models.UniqueConstraint(
+                fields=["result", "repeat", "direction", "job"],
+                name="%(app_label)s_%(class)s_unique_record",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.result_id}#{self.repeat} {self.direction}"
+
+    def metrics(self) -> dict:
+        return {f: getattr(self, f) for f in METRIC_FIELDS}
+
+
+class RawOutput(models.Model):
+    """A tool's raw output for one repeat, gzip-compressed, for re-parsing."""
+
+    result = models.ForeignKey(
+        Result, on_delete=models.CASCADE, related_name="raw_outputs"
+    )
+    repeat = models.PositiveSmallIntegerField()
+    format = models.CharField(max_length=32)
+    data_gzip = models.BinaryField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["result", "repeat"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["result", "repeat"], name="%(app_label)s_%(class)s_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.result_id}#{self.repeat} ({self.format})"
+
+
+class Submission(models.Model):
+    """An uploaded bundle and what became of it.
+
+    The API stores the row and answers 202; the ``ingest`` task turns it into
+    a Run.  ``bundle_id`` is unique: a resent bundle finds this row again.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        PROCESSING = "processing", "Processing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    bundle_id = models.UUIDField(unique=True)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.QUEUED
+    )
+    bundle = models.JSONField()
+    errors = models.JSONField(default=list, blank=True)
+    run = models.OneToOneField(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="submission"
+    )
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    owner_key_hash = models.CharField(max_length=64, blank=True)
+    visibility = models.CharField(
+        max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC
+    )
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [
+            # The worker's "what is still queued" sweep and the status page.
+            models.Index(fields=["status", "created"], name="results_sub_status_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Submission {self.bundle_id} ({self.status})"
+
+
+class Comparison(models.Model):
+    """A saved comparison: a permanent short link to a set of runs."""
+
+    slug = models.SlugField(max_length=16, unique=True)
+    run_ids = models.JSONField(help_text="Run ids in the order shown.")
+    reference_run_id = models.BigIntegerField(null=True, blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    title = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return self.title or self.slug
+
+    def get_absolute_url(self) -> str:
+        return reverse("comparison-share", args=[self.slug])
+
+    @staticmethod
+    def new_slug() -> str:
+        return secrets.token_urlsafe(6).replace("-", "x").replace("_", "y")
+
+
+class ApiToken(models.Model):
+    """A named API token of a user.  Only its SHA-256 is stored."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    key_hash = models.CharField(max_length=64, unique=True)
+    # The first characters, so a user can tell tokens apart in a list.
+    prefix = models.CharField(max_length=12)
+    created = models.DateTimeField(auto_now_add=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+    revoked = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @classmethod
+    def issue(cls, user, name: str) -> tuple[ApiToken, str]:
+        """Create a token; returns the row and the secret (shown once)."""
+        key = new_secret("bdt")
+        token = cls.objects.create(
+            user=user, name=name, key_hash=hash_secret(key), prefix=key[:10]
+        )
+        return token, key

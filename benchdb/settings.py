@@ -1,0 +1,222 @@
+"""Settings for benchdb, read from the environment (twelve-factor).
+
+Every value has a development default that works on a fresh machine; production
+sets the variables documented in docker/.env.example.  ``DATABASE_URL`` and
+``CELERY_BROKER_URL`` fall back to the embedded PostgreSQL and the filesystem
+broker (benchdb/embedded.py).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import dj_database_url
+
+from benchdb import embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name: str, default: str) -> bool:
+    value = os.environ.get(name, default).strip().lower()
+    if value not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise ValueError(f"{name}={value!r}: expected true or false")
+    return value in ("1", "true", "yes", "on")
+
+
+def envint(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: expected a whole number") from None
+
+
+def envlist(name: str, default: str) -> list[str]:
+    return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
+
+
+DEBUG = envbool("DEBUG", "false")
+# Development key only; the deploy check (benchdb/ops/checks.py) refuses it
+# when DEBUG is off.
+INSECURE_SECRET_KEY = "dev-insecure-benchdb-secret-key-do-not-use-in-production"
+SECRET_KEY = os.environ.get("SECRET_KEY") or INSECURE_SECRET_KEY
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "benchdb.results",
+    "benchdb.api",
+    "benchdb.web",
+    "benchdb.ops",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "benchdb.urls"
+WSGI_APPLICATION = "benchdb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# PostgreSQL only.  Without DATABASE_URL, the embedded server from pgserver.
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {
+        "default": dj_database_url.parse(
+            os.environ["DATABASE_URL"],
+            conn_max_age=envint("DB_CONN_MAX_AGE", 0),
+            conn_health_checks=True,
+        )
+    }
+else:
+    DATABASES = {"default": embedded.database_settings()}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ValueError("DATABASE_URL must point at PostgreSQL: benchdb uses no other")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+_VALIDATORS = "django.contrib.auth.password_validation"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"{_VALIDATORS}.UserAttributeSimilarityValidator"},
+    {"NAME": f"{_VALIDATORS}.MinimumLengthValidator"},
+    {"NAME": f"{_VALIDATORS}.CommonPasswordValidator"},
+    {"NAME": f"{_VALIDATORS}.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
+# Chart.js and other front-end packages come from npm (package.json) and are
+# served by benchdb itself from node_modules: no CDN.
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("vendor/chart.js", BASE_DIR / "node_modules" / "chart.js" / "dist"),
+]
+# Development serves static files straight from the finders; production runs
+# collectstatic at image build time.
+WHITENOISE_USE_FINDERS = envbool("WHITENOISE_USE_FINDERS", "true" if DEBUG else "false")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if envbool("STATIC_MANIFEST", "false")
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+
+# Request bodies: an agent bundle with raw outputs of a full profile is a few
+# MiB; the API refuses anything larger with a clear 413 (benchdb/api).
+BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 16 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_BYTES
+ALLOW_ANONYMOUS_SUBMISSIONS = envbool("ALLOW_ANONYMOUS_SUBMISSIONS", "true")
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.SearchFilter",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_THROTTLE_RATES": {
+        "submissions": os.environ.get("SUBMISSION_THROTTLE", "120/hour"),
+        "anon": os.environ.get("ANON_THROTTLE", "2000/hour"),
+    },
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "benchdb API",
+    "DESCRIPTION": (
+        "Comparable VM disk benchmarks. Units: bandwidth in bytes/s, latency in "
+        "ns, IOPS in operations/s, sizes in bytes, durations in seconds."
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files come from the sidecar package, served by benchdb.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Celery.  Without CELERY_BROKER_URL, kombu's filesystem transport: a real
+# worker over a broker that needs no server.
+if os.environ.get("CELERY_BROKER_URL"):
+    CELERY_BROKER_URL = os.environ["CELERY_BROKER_URL"]
+    CELERY_BROKER_TRANSPORT_OPTIONS = {}
+else:
+    CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = embedded.broker_settings()
+# Task state lives on our own rows (Submission.status), not in a result backend.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+# A task is acknowledged only after it finished, so a worker that dies mid-task
+# leaves the message to be delivered again (ingest is idempotent).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# One message at a time per process: ingest tasks are long and uneven.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A stuck ingest must not hold a worker forever.
+CELERY_TASK_TIME_LIMIT = envint("CELERY_TASK_TIME_LIMIT", 300)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "stdout": {
+            "class": "logging.StreamHandler",
+            "stream": sys.stdout,
+            "formatter": "plain",
+        }
+    },
+    "root": {"handlers": ["stdout"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

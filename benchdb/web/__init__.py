@@ -1,0 +1,1 @@
+"""The server-rendered pages: no models of its own."""

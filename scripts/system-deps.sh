@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The Debian packages the test suite drives for real: fio, ioping and dd (the
+# agent's tools), Chromium (browser tests), QEMU and a Linux kernel (the
+# real-guest tests).  Installs what is missing when run as root on Debian or
+# Ubuntu; otherwise names the packages to install and fails.
+set -euo pipefail
+
+need=()
+command -v fio >/dev/null || need+=(fio)
+command -v ioping >/dev/null || need+=(ioping)
+command -v chromium >/dev/null || need+=(chromium)
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v qemu-img >/dev/null || need+=(qemu-utils)
+command -v busybox >/dev/null || need+=(busybox-static)
+command -v cpio >/dev/null || need+=(cpio)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
+
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian packages the tests need: ${need[*]}"
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
+else
+    echo "The tests need these Debian packages: ${need[*]}" >&2
+    echo "Install them with: sudo apt-get install ${need[*]}" >&2
+    exit 1
+fi

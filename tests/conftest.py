@@ -1,0 +1,91 @@
+"""Shared fixtures: a real Celery worker process on the test database.
+
+The worker is a separate process (``celery -A benchdb worker``) consuming from
+the same broker as the test process (Redis in CI, kombu's filesystem transport
+on the embedded defaults), connected to pytest-django's test database.  Tests
+that use it must commit their data (``transaction=True``), since the worker
+cannot see a test's open transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from benchdb import embedded
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = ""):
+    """Poll ``predicate`` until it returns a truthy value or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
+    """Start one real worker for the session; yields its Popen."""
+    from django.conf import settings
+    from django.db import connection
+
+    env = dict(os.environ)
+    env["DATABASE_URL"] = embedded.database_url(connection.settings_dict)
+    if settings.CELERY_BROKER_URL == "filesystem://":
+        # Start from an empty queue: messages of an earlier run name rows that
+        # no longer exist.
+        folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    else:
+        from benchdb.celery import app
+
+        app.control.purge()
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    handle = log.open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "benchdb",
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for(
+            lambda: "ready" in log.read_text() or proc.poll() is not None,
+            timeout=60,
+            what="the Celery worker to start",
+        )
+        if proc.poll() is not None:
+            raise RuntimeError(f"worker exited: {log.read_text()[-2000:]}")
+        proc.log_path = log
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        handle.close()
