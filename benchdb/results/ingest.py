@@ -17,6 +17,7 @@ from collections import defaultdict
 from django.db import transaction
 
 from benchdb.results import stats
+from benchdb.results.compare import aggregate_repeat
 from benchdb.results.models import (
     METRIC_FIELDS,
     CpuModel,
@@ -104,39 +105,11 @@ def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict |
     return out
 
 
-def _aggregate_repeat(records: list[dict]) -> dict[str, dict]:
-    """One repeat's records summed per direction (several jobs add up).
-
-    Throughput adds up across jobs exactly; latency figures are kept only
-    where a direction has a single record, since averaging jobs' latencies
-    would be an estimate, not a measurement.
-    """
-    by_dir: dict[str, list[dict]] = defaultdict(list)
-    for rec in records:
-        by_dir[rec["direction"]].append(rec)
-    out = {}
-    for direction, recs in by_dir.items():
-        if len(recs) == 1:
-            out[direction] = {f: recs[0].get(f) for f in METRIC_FIELDS}
-            continue
-        agg = {}
-        for f in METRIC_FIELDS:
-            vals = [r.get(f) for r in recs]
-            if f in ("iops", "bw_bytes", "io_bytes") and None not in vals:
-                agg[f] = sum(vals)
-            elif f == "runtime_s" and None not in vals:
-                agg[f] = max(vals)
-            else:
-                agg[f] = None
-        out[direction] = agg
-    return out
-
-
 def compute_stats(repeats: list[tuple[int, list[dict]]]) -> dict:
     """Per direction and metric, the summary over repeats (results.stats)."""
     per_dir: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for _index, records in repeats:
-        for direction, metrics in _aggregate_repeat(records).items():
+        for direction, metrics in aggregate_repeat(records).items():
             for f, v in metrics.items():
                 if v is not None:
                     per_dir[direction][f].append(v)
