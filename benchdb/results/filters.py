@@ -1,0 +1,157 @@
+"""The one filter set for run lists, shared by the API and the pages.
+
+``/api/v1/runs/`` and the browse page read the same query parameters through
+``RunFilterSet``, so a URL copied from one works on the other.  Facets take
+several values (``?cache_mode=none&cache_mode=writeback``); ``q`` searches
+free text word by word; ``ordering`` always ends in a unique column so that
+pagination is stable.
+"""
+
+from __future__ import annotations
+
+import django_filters as filters
+from django.db.models import Q, QuerySet
+
+from benchdb.results.models import Run
+from benchdb.results.vocab import (
+    AioMode,
+    CacheMode,
+    DiskBus,
+    DiskType,
+    ImageFormat,
+    Platform,
+    RaidLevel,
+    Role,
+    Source,
+    StorageBackend,
+    Virtualization,
+    Visibility,
+)
+
+# Text columns the free-text search looks in.
+SEARCH_FIELDS = (
+    "title",
+    "notes",
+    "os_name",
+    "kernel",
+    "hypervisor_version",
+    "pair_id",
+    "suite_version",
+    "guest_filesystem",
+    "host_filesystem",
+    "hardware__cpu_model__name",
+    "hardware__disk_model__name",
+    "hardware__raid_controller",
+)
+
+# Public ordering names -> columns.  Every ordering gets ``-id`` appended.
+ORDERING_FIELDS = {
+    "created": "created",
+    "ran_at": "ran_at",
+    "title": "title",
+    "platform": "platform",
+    "cache_mode": "cache_mode",
+    "storage_backend": "storage_backend",
+    "disk_type": "hardware__disk_type",
+    "id": "id",
+}
+
+
+class StableOrderingFilter(filters.OrderingFilter):
+    """django-filter's ordering, with ``id`` appended as the tie-breaker.
+
+    Without it two runs created in the same instant could swap places between
+    two page requests, and a row would appear on two pages or none.
+    """
+
+    def filter(self, qs: QuerySet, value) -> QuerySet:
+        ordering = [self.get_ordering_value(p) for p in value] if value else []
+        if not ordering:
+            ordering = list(Run._meta.ordering)
+        if not any(o.lstrip("-") == "id" for o in ordering):
+            ordering.append("-id")
+        return qs.order_by(*ordering)
+
+
+def _multi(choices, field_name: str | None = None, label: str = ""):
+    return filters.MultipleChoiceFilter(
+        choices=choices.choices, field_name=field_name, label=label or None
+    )
+
+
+class RunFilterSet(filters.FilterSet):
+    """Filters on every environment and hardware field of a run."""
+
+    q = filters.CharFilter(method="search", label="Free-text search")
+    role = _multi(Role)
+    platform = _multi(Platform)
+    virtualization = _multi(Virtualization)
+    cache_mode = _multi(CacheMode)
+    aio_mode = _multi(AioMode)
+    iothread = filters.BooleanFilter(label="IO thread")
+    image_format = _multi(ImageFormat)
+    storage_backend = _multi(StorageBackend)
+    disk_bus = _multi(DiskBus)
+    source = _multi(Source)
+    visibility = _multi(Visibility)
+    disk_type = _multi(DiskType, "hardware__disk_type", "Disk type")
+    raid_level = _multi(RaidLevel, "hardware__raid_level", "RAID level")
+    disk_model = filters.CharFilter(
+        field_name="hardware__disk_model__name",
+        lookup_expr="icontains",
+        label="Disk model contains",
+    )
+    cpu = filters.CharFilter(
+        field_name="hardware__cpu_model__name",
+        lookup_expr="icontains",
+        label="CPU model contains",
+    )
+    guest_os = filters.CharFilter(
+        field_name="os_name", lookup_expr="icontains", label="Operating system contains"
+    )
+    kernel = filters.CharFilter(lookup_expr="icontains", label="Kernel contains")
+    guest_filesystem = filters.CharFilter(lookup_expr="iexact")
+    host_filesystem = filters.CharFilter(lookup_expr="iexact")
+    hypervisor_version = filters.CharFilter(lookup_expr="icontains")
+    suite_version = filters.CharFilter()
+    profile = filters.CharFilter()
+    pair_id = filters.CharFilter()
+    hardware = filters.NumberFilter(field_name="hardware_id", label="Hardware id")
+    test_id = filters.CharFilter(
+        field_name="results__test_id", distinct=True, label="Has a result of test id"
+    )
+    created = filters.IsoDateTimeFromToRangeFilter(
+        label="Uploaded between (created_after, created_before)"
+    )
+    ran_at = filters.IsoDateTimeFromToRangeFilter(
+        label="Ran between (ran_at_after, ran_at_before)"
+    )
+    has_baseline = filters.BooleanFilter(
+        field_name="baseline", lookup_expr="isnull", exclude=True, label="Has baseline"
+    )
+    suspect = filters.BooleanFilter()
+    ordering = StableOrderingFilter(
+        fields=[(column, name) for name, column in ORDERING_FIELDS.items()],
+        label="Ordering (prefix - for descending); id breaks ties",
+    )
+
+    class Meta:
+        model = Run
+        fields: list[str] = []
+
+    def search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """Every word must appear in one of the text fields (any of them)."""
+        for word in value.split()[:10]:
+            cond = Q()
+            for field in SEARCH_FIELDS:
+                cond |= Q(**{f"{field}__icontains": word})
+            qs = qs.filter(cond)
+        return qs
+
+    @property
+    def qs(self) -> QuerySet:
+        # Always ordered, even when the ordering parameter is absent or invalid.
+        qs = super().qs
+        if not qs.query.order_by:
+            qs = qs.order_by(*Run._meta.ordering)
+        return qs
