@@ -156,6 +156,12 @@ ALLOW_ANONYMOUS_SUBMISSIONS = envbool("ALLOW_ANONYMOUS_SUBMISSIONS", "true")
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "benchdb.api.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["benchdb.api.parsers.BundleJSONParser"],
+    "EXCEPTION_HANDLER": "benchdb.api.exceptions.handler",
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.SearchFilter",
@@ -204,6 +210,15 @@ CELERY_TASK_TIME_LIMIT = envint("CELERY_TASK_TIME_LIMIT", 300)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The public dump for researchers (benchdb/results/tasks.py public_dump), run
+# by `celery -A benchdb beat`; files under PUBLIC_DUMP_DIR (default var/dumps).
+PUBLIC_DUMP_DIR = os.environ.get("PUBLIC_DUMP_DIR", "")
+CELERY_BEAT_SCHEDULE = {
+    "public-dump": {
+        "task": "benchdb.results.tasks.public_dump",
+        "schedule": envint("PUBLIC_DUMP_INTERVAL_S", 24 * 3600),
+    },
+}
 
 LOGGING = {
     "version": 1,

@@ -275,6 +275,54 @@ def _test_meta(test: dict) -> dict:
     }
 
 
+def describe(run: Run, env: dict, tags: dict) -> None:
+    """Set a run's environment columns from detection, then declared tags.
+
+    Declared tags win over detection: they say what the guest cannot see.
+    Used at ingest and again when an owner edits the tags of a run.
+    """
+    target = env.get("target") or {}
+    defaults = Run()
+    for key in (*RUN_TAG_COLUMNS, "iothread"):
+        setattr(run, key, getattr(defaults, key))
+    detected_virt = (env.get("virtualization") or {}).get("type")
+    if detected_virt:
+        run.virtualization = detected_virt
+    detected_platform = (env.get("platform") or {}).get("value")
+    if detected_platform:
+        run.platform = detected_platform
+    if target.get("disk_bus") and run.role == Role.GUEST:
+        run.disk_bus = target["disk_bus"]
+    if target.get("filesystem"):
+        if run.role == Role.GUEST:
+            run.guest_filesystem = target["filesystem"][:50]
+        else:
+            run.host_filesystem = target["filesystem"][:50]
+    if run.role == Role.HOST:
+        run.storage_backend = "native"
+        run.cache_mode = "unknown"
+    for key in RUN_TAG_COLUMNS:
+        if tags.get(key):
+            setattr(run, key, tags[key])
+    if tags.get("iothread") in ("yes", "no"):
+        run.iothread = tags["iothread"] == "yes"
+
+
+def retag(run: Run, tags: dict) -> Run:
+    """Replace a run's tags: columns, hardware and plausibility follow."""
+    with transaction.atomic():
+        run.tags = dict(tags)
+        describe(run, run.environment or {}, run.tags)
+        run.hardware = _hardware(
+            {"environment": run.environment, "tags": run.tags, "role": run.role}
+        )
+        reasons = plausibility(run, list(run.results.all()))
+        run.suspect = bool(reasons)
+        run.suspect_reasons = reasons
+        run.save()
+    return run
+
+
 @transaction.atomic
 def store_bundle(
     bundle: dict,
@@ -290,7 +338,6 @@ def store_bundle(
     """
     tags = dict(bundle.get("tags") or {})
     env = bundle.get("environment") or {}
-    target = env.get("target") or {}
     suite = bundle.get("suite") or {}
     source = bundle.get("source") or Source.MEASURED
     run = Run(
@@ -316,28 +363,7 @@ def store_bundle(
         os_name=((env.get("os") or {}).get("name") or "")[:200],
         kernel=((env.get("os") or {}).get("kernel") or "")[:200],
     )
-    detected_virt = (env.get("virtualization") or {}).get("type")
-    if detected_virt:
-        run.virtualization = detected_virt
-    detected_platform = (env.get("platform") or {}).get("value")
-    if detected_platform:
-        run.platform = detected_platform
-    if target.get("disk_bus") and run.role == Role.GUEST:
-        run.disk_bus = target["disk_bus"]
-    if target.get("filesystem"):
-        if run.role == Role.GUEST:
-            run.guest_filesystem = target["filesystem"][:50]
-        else:
-            run.host_filesystem = target["filesystem"][:50]
-    if run.role == Role.HOST:
-        run.storage_backend = "native"
-        run.cache_mode = "unknown"
-    # Declared tags win over detection: they say what the guest cannot see.
-    for key in RUN_TAG_COLUMNS:
-        if tags.get(key):
-            setattr(run, key, tags[key])
-    if tags.get("iothread") in ("yes", "no"):
-        run.iothread = tags["iothread"] == "yes"
+    describe(run, env, tags)
     run.hardware = _hardware(bundle)
     run.save()
 
