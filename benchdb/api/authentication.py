@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.utils import timezone
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from benchdb.results.models import ApiToken, hash_secret
@@ -46,3 +47,19 @@ class TokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return self.keyword
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """How the OpenAPI schema describes the token header."""
+
+    target_class = TokenAuthentication
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "'Token <key>' (manage.py create_api_token USERNAME, or "
+            "POST /api/v1/tokens/ signed in).",
+        }

@@ -153,10 +153,15 @@ def _default_dump_dir() -> Path:
     return embedded.var_dir() / "dumps"
 
 
-def dump_rows():
-    """One dict per (visible run, result), in a stable order, streamed."""
+def result_rows(runs=None):
+    """One dict per (run, result) of ``runs`` (default: all visible runs).
+
+    Stable order (run id, test id), streamed from the database in chunks;
+    ``_stats`` carries the full statistics for JSON outputs.
+    """
+    runs = Run.objects.visible() if runs is None else runs
     results = (
-        Result.objects.filter(run__in=Run.objects.visible())
+        Result.objects.filter(run__in=runs.values("pk"))
         .select_related(
             "run",
             "run__hardware",
@@ -220,7 +225,7 @@ def public_dump() -> str:
     ):
         writer = csv.DictWriter(csv_out, fieldnames=DUMP_COLUMNS, extrasaction="ignore")
         writer.writeheader()
-        for row in dump_rows():
+        for row in result_rows():
             writer.writerow(row)
             stats = row.pop("_stats")
             jsonl_out.write(

@@ -1,0 +1,603 @@
+"""Serializers of the v1 API: explicit fields, units in the names.
+
+Response-only serializers of computed answers (compare, similar, aggregates)
+exist so the OpenAPI schema describes exactly what those views return.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from benchdb.api.validation import Errors, _tags
+from benchdb.results.compare import GROUP_BY, METRIC_COLUMNS, SIMILAR_MATCH
+from benchdb.results.models import (
+    METRIC_FIELDS,
+    ApiToken,
+    Comparison,
+    Hardware,
+    Result,
+    Run,
+    Submission,
+)
+
+
+def absolute(request, path: str) -> str:
+    return request.build_absolute_uri(path) if request is not None else path
+
+
+# Submissions -----------------------------------------------------------------
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    """What the status URL says about an upload."""
+
+    id = serializers.UUIDField(source="bundle_id", read_only=True)
+    status_url = serializers.SerializerMethodField()
+    run = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    run_url = serializers.SerializerMethodField()
+    errors = serializers.ListField(child=serializers.DictField(), read_only=True)
+
+    class Meta:
+        model = Submission
+        fields = [
+            "id",
+            "status",
+            "status_url",
+            "run",
+            "run_url",
+            "errors",
+            "attempts",
+            "created",
+            "updated",
+        ]
+        read_only_fields = fields
+
+    def get_status_url(self, obj) -> str:
+        return absolute(
+            self.context.get("request"),
+            reverse("api:submission-detail", args=[obj.bundle_id]),
+        )
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_run_url(self, obj) -> str | None:
+        if obj.run_id is None:
+            return None
+        return absolute(
+            self.context.get("request"), reverse("api:run-detail", args=[obj.run_id])
+        )
+
+
+class SubmissionCreatedSerializer(SubmissionSerializer):
+    """The 202 answer: the status URL, and the owner key for anonymous uploads."""
+
+    owner_key = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="Anonymous submissions only, shown once: send it as X-Owner-Key "
+        "to edit, unlist, delete or claim the run.",
+    )
+
+    class Meta(SubmissionSerializer.Meta):
+        fields = [*SubmissionSerializer.Meta.fields, "owner_key"]
+        read_only_fields = fields
+
+
+# Hardware and runs -----------------------------------------------------------
+
+
+class HardwareSerializer(serializers.ModelSerializer):
+    cpu_model = serializers.CharField(source="cpu_model.name", default=None)
+    disk_model = serializers.CharField(source="disk_model.name", default=None)
+    run_count = serializers.IntegerField(read_only=True, default=None)
+
+    class Meta:
+        model = Hardware
+        fields = [
+            "id",
+            "cpu_model",
+            "cpu_sockets",
+            "cpu_cores",
+            "cpu_threads",
+            "memory_bytes",
+            "disk_model",
+            "disk_type",
+            "disk_count",
+            "disk_size_bytes",
+            "raid_controller",
+            "raid_level",
+            "controller_cache_bytes",
+            "controller_battery",
+            "run_count",
+        ]
+        read_only_fields = fields
+
+
+RUN_LIST_FIELDS = [
+    "id",
+    "uuid",
+    "url",
+    "web_url",
+    "title",
+    "role",
+    "platform",
+    "virtualization",
+    "hypervisor_version",
+    "os_name",
+    "kernel",
+    "cache_mode",
+    "aio_mode",
+    "iothread",
+    "image_format",
+    "storage_backend",
+    "disk_bus",
+    "guest_filesystem",
+    "host_filesystem",
+    "hardware",
+    "suite_id",
+    "suite_version",
+    "profile",
+    "agent_version",
+    "ran_at",
+    "source",
+    "visibility",
+    "pair_id",
+    "baseline",
+    "suspect",
+    "suspect_reasons",
+    "hidden",
+    "hidden_reason",
+    "owned",
+    "created",
+    "updated",
+]
+
+
+class RunListSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    web_url = serializers.SerializerMethodField()
+    hardware = HardwareSerializer(read_only=True, allow_null=True)
+    baseline = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    suspect_reasons = serializers.ListField(child=serializers.CharField())
+    owned = serializers.SerializerMethodField(
+        help_text="True when the run belongs to an account."
+    )
+
+    class Meta:
+        model = Run
+        fields = RUN_LIST_FIELDS
+        read_only_fields = fields
+
+    def get_url(self, obj) -> str:
+        return absolute(
+            self.context.get("request"), reverse("api:run-detail", args=[obj.pk])
+        )
+
+    def get_web_url(self, obj) -> str:
+        return absolute(self.context.get("request"), obj.get_absolute_url())
+
+    def get_owned(self, obj) -> bool:
+        return obj.owner_id is not None
+
+
+class StatSerializer(serializers.Serializer):
+    n = serializers.IntegerField()
+    mean = serializers.FloatField(allow_null=True)
+    stdev = serializers.FloatField(allow_null=True)
+    ci95_low = serializers.FloatField(allow_null=True)
+    ci95_high = serializers.FloatField(allow_null=True)
+    cv = serializers.FloatField(allow_null=True)
+    min = serializers.FloatField(allow_null=True)
+    max = serializers.FloatField(allow_null=True)
+
+
+class RecordSerializer(serializers.Serializer):
+    job = serializers.CharField()
+    direction = serializers.CharField()
+
+
+for _field in METRIC_FIELDS:
+    RecordSerializer._declared_fields[_field] = serializers.FloatField(allow_null=True)
+
+
+class RepeatSerializer(serializers.Serializer):
+    repeat = serializers.IntegerField()
+    records = RecordSerializer(many=True)
+    raw_format = serializers.CharField(allow_null=True)
+
+
+class OverheadSerializer(serializers.Serializer):
+    """Guest figure / host figure for the same comparable test (1.0 = native)."""
+
+    baseline_run = serializers.IntegerField()
+    iops = serializers.FloatField(allow_null=True)
+    bw_bytes = serializers.FloatField(allow_null=True)
+    lat_mean_ns = serializers.FloatField(allow_null=True)
+
+
+class ResultSerializer(serializers.ModelSerializer):
+    main_direction = serializers.SerializerMethodField()
+    stats = serializers.SerializerMethodField()
+    repeats = serializers.SerializerMethodField()
+    overhead = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Result
+        fields = [
+            "test_id",
+            "title",
+            "group",
+            "tool",
+            "comparability_key",
+            "comparable",
+            "approximate",
+            "options",
+            "command",
+            "tool_version",
+            "preconditioned",
+            "extra_repeats",
+            "repeat_count",
+            "main_direction",
+            "iops_mean",
+            "bw_bytes_mean",
+            "lat_mean_ns_mean",
+            "stats",
+            "repeats",
+            "overhead",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_main_direction(self, obj) -> str | None:
+        return (obj.stats or {}).get("main_direction")
+
+    @extend_schema_field(
+        serializers.DictField(child=serializers.DictField(child=StatSerializer()))
+    )
+    def get_stats(self, obj) -> dict:
+        """direction -> metric -> summary over repeats."""
+        return (obj.stats or {}).get("directions", {})
+
+    @extend_schema_field(RepeatSerializer(many=True))
+    def get_repeats(self, obj) -> list:
+        formats = {raw.repeat: raw.format for raw in obj.raw_outputs.all()}
+        by_repeat: dict[int, list] = {}
+        for m in obj.measurements.all():
+            by_repeat.setdefault(m.repeat, []).append(
+                {"job": m.job, "direction": m.direction, **m.metrics()}
+            )
+        return [
+            {"repeat": r, "records": recs, "raw_format": formats.get(r)}
+            for r, recs in sorted(by_repeat.items())
+        ]
+
+    @extend_schema_field(OverheadSerializer(allow_null=True))
+    def get_overhead(self, obj) -> dict | None:
+        baseline = self.context.get("baseline_results", {}).get(obj.comparability_key)
+        if baseline is None:
+            return None
+        out = {"baseline_run": baseline.run_id}
+        for metric, column in METRIC_COLUMNS.items():
+            guest, host = getattr(obj, column), getattr(baseline, column)
+            out[metric] = guest / host if guest is not None and host else None
+        return out
+
+
+class RunDetailSerializer(RunListSerializer):
+    environment = serializers.DictField()
+    tags = serializers.DictField(child=serializers.CharField())
+    warnings = serializers.ListField(child=serializers.DictField())
+    tests = ResultSerializer(source="results", many=True, read_only=True)
+
+    class Meta(RunListSerializer.Meta):
+        fields = [
+            *RUN_LIST_FIELDS,
+            "notes",
+            "citation",
+            "citation_url",
+            "environment",
+            "tags",
+            "warnings",
+            "tests",
+        ]
+        read_only_fields = fields
+
+
+class RunUpdateSerializer(serializers.ModelSerializer):
+    """What an owner may change: title, notes, visibility and tags."""
+
+    tags = serializers.DictField(child=serializers.CharField(), required=False)
+
+    class Meta:
+        model = Run
+        fields = ["title", "notes", "visibility", "tags"]
+
+    def validate_tags(self, value: dict) -> dict:
+        errors = Errors()
+        _tags(errors, value, "")
+        if errors:
+            raise serializers.ValidationError(
+                {e["pointer"].lstrip("/"): [e["message"]] for e in errors}
+            )
+        return value
+
+    def validate_notes(self, value: str) -> str:
+        if len(value) > 10_000:
+            raise serializers.ValidationError("at most 10000 characters")
+        return value
+
+
+class ModerationSerializer(serializers.Serializer):
+    ACTIONS = ("flag", "unflag", "hide", "unhide")
+    action = serializers.ChoiceField(choices=ACTIONS)
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+    def validate(self, attrs):
+        if attrs["action"] in ("flag", "hide") and not attrs.get("reason", "").strip():
+            raise serializers.ValidationError({"reason": ["a reason is required"]})
+        return attrs
+
+
+# Compare, similar, aggregates ------------------------------------------------
+
+
+class CompareQuerySerializer(serializers.Serializer):
+    runs = serializers.CharField(
+        help_text="Comma-separated run ids, 1 to 20; the first is the reference "
+        "unless `reference` says otherwise.",
+        max_length=400,
+    )
+    reference = serializers.IntegerField(required=False, min_value=1)
+
+    def validate_runs(self, value: str) -> list[int]:
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if not parts or not all(p.isdigit() and len(p) < 19 for p in parts):
+            raise serializers.ValidationError("expected run ids like 12,15,19")
+        ids = list(dict.fromkeys(int(p) for p in parts))
+        if len(ids) > 20:
+            raise serializers.ValidationError("at most 20 runs")
+        return ids
+
+
+class CompareEntrySerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    n = serializers.IntegerField()
+    mean = serializers.FloatField(allow_null=True)
+    stdev = serializers.FloatField(allow_null=True)
+    ci95_low = serializers.FloatField(allow_null=True)
+    ci95_high = serializers.FloatField(allow_null=True)
+    values = serializers.ListField(child=serializers.FloatField())
+    delta_percent = serializers.FloatField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+    verdict = serializers.ChoiceField(
+        choices=["significant", "within noise", "not enough repeats"],
+        allow_null=True,
+    )
+    better = serializers.BooleanField(allow_null=True)
+
+
+class CompareMetricSerializer(serializers.Serializer):
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+    runs = CompareEntrySerializer(many=True)
+
+
+class CompareTestSerializer(serializers.Serializer):
+    test_id = serializers.CharField()
+    title = serializers.CharField()
+    group = serializers.CharField(allow_blank=True)
+    tool = serializers.CharField()
+    comparability_key = serializers.CharField()
+    direction = serializers.CharField(allow_null=True)
+    metrics = CompareMetricSerializer(many=True)
+
+
+class CompareRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    role = serializers.CharField()
+    platform = serializers.CharField()
+    cache_mode = serializers.CharField()
+    storage_backend = serializers.CharField()
+    disk_bus = serializers.CharField()
+    suite_version = serializers.CharField(allow_blank=True)
+
+
+class ComparisonResultSerializer(serializers.Serializer):
+    runs = CompareRunSerializer(many=True)
+    reference = serializers.IntegerField()
+    tests = CompareTestSerializer(many=True)
+    not_shared = serializers.ListField(child=serializers.CharField())
+
+
+class SimilarQuerySerializer(serializers.Serializer):
+    test_id = serializers.CharField(max_length=100)
+    metric = serializers.ChoiceField(choices=list(METRIC_COLUMNS), default="iops")
+    match = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text=f"Comma-separated facets to match too: {', '.join(SIMILAR_MATCH)}",
+    )
+
+    def validate_match(self, value: str) -> list[str]:
+        facets = [f.strip() for f in value.split(",") if f.strip()]
+        bad = [f for f in facets if f not in SIMILAR_MATCH]
+        if bad:
+            raise serializers.ValidationError(
+                f"cannot match on {', '.join(bad)}; one of {', '.join(SIMILAR_MATCH)}"
+            )
+        return facets
+
+
+class DistributionSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    min = serializers.FloatField(allow_null=True)
+    q1 = serializers.FloatField(allow_null=True)
+    median = serializers.FloatField(allow_null=True)
+    q3 = serializers.FloatField(allow_null=True)
+    max = serializers.FloatField(allow_null=True)
+
+
+class SimilarSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    test_id = serializers.CharField()
+    comparability_key = serializers.CharField()
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    higher_is_better = serializers.BooleanField()
+    disk_type = serializers.CharField()
+    match = serializers.DictField(child=serializers.CharField(allow_null=True))
+    value = serializers.FloatField(allow_null=True)
+    percentile = serializers.FloatField(allow_null=True)
+    better_than_percent = serializers.FloatField(allow_null=True)
+    distribution = DistributionSerializer()
+    population = serializers.ListField(child=serializers.FloatField())
+
+
+class AggregateQuerySerializer(serializers.Serializer):
+    test_id = serializers.CharField(max_length=100)
+    metric = serializers.ChoiceField(choices=list(METRIC_COLUMNS), default="iops")
+    group_by = serializers.ChoiceField(choices=list(GROUP_BY), required=False)
+    comparability_key = serializers.CharField(max_length=300, required=False)
+
+
+class AggregateGroupSerializer(DistributionSerializer):
+    value = serializers.JSONField(
+        allow_null=True, help_text="The facet value (string, boolean or null)."
+    )
+
+
+class AggregateSerializer(serializers.Serializer):
+    test_id = serializers.CharField()
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    comparability_key = serializers.CharField(allow_null=True)
+    group_by = serializers.CharField(allow_null=True)
+    overall = DistributionSerializer()
+    groups = AggregateGroupSerializer(many=True)
+
+
+# Saved comparisons and tokens ------------------------------------------------
+
+
+class ComparisonCreateSerializer(serializers.Serializer):
+    runs = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), min_length=1, max_length=20
+    )
+    reference = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    title = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    options = serializers.DictField(required=False)
+
+    def validate(self, attrs):
+        runs = list(dict.fromkeys(attrs["runs"]))
+        attrs["runs"] = runs
+        reference = attrs.get("reference")
+        if reference is not None and reference not in runs:
+            raise serializers.ValidationError(
+                {"reference": ["must be one of the compared runs"]}
+            )
+        if len(str(attrs.get("options") or {})) > 4000:
+            raise serializers.ValidationError({"options": ["too large"]})
+        return attrs
+
+
+class ComparisonSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    share_url = serializers.SerializerMethodField()
+    run_ids = serializers.ListField(child=serializers.IntegerField())
+    options = serializers.DictField()
+
+    class Meta:
+        model = Comparison
+        fields = [
+            "slug",
+            "url",
+            "share_url",
+            "title",
+            "run_ids",
+            "reference_run_id",
+            "options",
+            "created",
+        ]
+        read_only_fields = fields
+
+    def get_url(self, obj) -> str:
+        return absolute(
+            self.context.get("request"),
+            reverse("api:comparison-detail", args=[obj.slug]),
+        )
+
+    def get_share_url(self, obj) -> str:
+        return absolute(self.context.get("request"), obj.get_absolute_url())
+
+
+class SavedComparisonSerializer(ComparisonSerializer):
+    comparison = serializers.SerializerMethodField()
+
+    class Meta(ComparisonSerializer.Meta):
+        fields = [*ComparisonSerializer.Meta.fields, "comparison"]
+        read_only_fields = fields
+
+    @extend_schema_field(ComparisonResultSerializer(allow_null=True))
+    def get_comparison(self, obj) -> dict | None:
+        return self.context.get("comparison")
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    name = serializers.CharField(max_length=100)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "created", "last_used", "revoked"]
+        read_only_fields = ["id", "prefix", "created", "last_used", "revoked"]
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    key = serializers.CharField(
+        read_only=True, help_text="The token, shown once: store it now."
+    )
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = [*ApiTokenSerializer.Meta.fields, "key"]
+        read_only_fields = fields
+
+
+class ErrorSerializer(serializers.Serializer):
+    pointer = serializers.CharField(
+        allow_null=True,
+        help_text="JSON pointer into the request body; '' for the body as a "
+        "whole; null when the error is not about the body.",
+    )
+    message = serializers.CharField()
+    code = serializers.CharField()
+
+
+class ErrorsSerializer(serializers.Serializer):
+    errors = ErrorSerializer(many=True)
+
+
+class VocabularyEntrySerializer(serializers.Serializer):
+    value = serializers.CharField()
+    label = serializers.CharField()
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class AnyObjectField(serializers.JSONField):
+    pass
+
+
+class VocabulariesSerializer(serializers.Serializer):
+    vocabularies = serializers.DictField(child=VocabularyEntrySerializer(many=True))
+    tags = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField(), allow_null=True)
+    )
+    visibility = serializers.ListField(child=serializers.CharField())
+    metrics = serializers.DictField(child=AnyObjectField())
+    group_by = serializers.ListField(child=serializers.CharField())
+    similar_match = serializers.ListField(child=serializers.CharField())
+    cache_mode_safety = serializers.DictField(child=AnyObjectField())
+    units = serializers.DictField(child=serializers.CharField())

@@ -1,0 +1,795 @@
+"""The v1 API: thin views over results' querysets, ingest and compare.
+
+Uploads follow persist -> enqueue on commit -> 202 with a status URL; reads
+use ``Run.objects`` querysets (``visible`` for lists and aggregates,
+``readable_by`` for a single run), the shared ``RunFilterSet`` and
+``results.compare``.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Prefetch, Q
+from django.http import FileResponse
+from django.utils import timezone
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import exceptions, generics, mixins, permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from benchdb.api import serializers as s
+from benchdb.api.exceptions import BundleInvalid
+from benchdb.api.permissions import IsRunOwnerOrReadOnly, IsStaff, owner_key
+from benchdb.api.renderers import CSVRenderer
+from benchdb.api.throttling import SubmissionAddressThrottle, SubmissionTokenThrottle
+from benchdb.api.validation import check_bundle
+from benchdb.results import compare, ingest
+from benchdb.results.filters import RunFilterSet
+from benchdb.results.models import (
+    ApiToken,
+    Comparison,
+    Hardware,
+    Measurement,
+    RawOutput,
+    Result,
+    Run,
+    Submission,
+    hash_secret,
+    new_secret,
+)
+from benchdb.results.tasks import DUMP_COLUMNS, read_latest_dump, result_rows
+from benchdb.results.tasks import ingest as ingest_task
+from benchdb.results.vocab import Visibility
+from benchdb_agent import parsers as agent_parsers
+from benchdb_agent import vocab as agent_vocab
+
+ERRORS = s.ErrorsSerializer
+OWNER_KEY_PARAM = OpenApiParameter(
+    "X-Owner-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="The owner key an anonymous submission got back (instead of "
+    "signing in).",
+)
+# Rows an export answers at most; narrower filters get the rest.
+EXPORT_MAX_ROWS = 50_000
+
+
+def _error_responses(*codes: int) -> dict:
+    return {code: OpenApiResponse(ERRORS) for code in codes}
+
+
+class StablePagination(PageNumberPagination):
+    """Page numbers over a queryset that is always fully ordered."""
+
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+def readable_runs(request):
+    """Runs this request may open: ``readable_by`` plus the owner key's run."""
+    qs = Run.objects.readable_by(request.user)
+    key = owner_key(request)
+    if key:
+        qs = qs | Run.objects.filter(owner_key_hash=hash_secret(key))
+    return qs
+
+
+# Submissions -----------------------------------------------------------------
+
+
+@extend_schema_view(
+    retrieve=extend_schema(
+        summary="Status of a submission",
+        description="queued, processing, done (with the run's URL) or failed "
+        "(with the reasons, as JSON pointers into the bundle).",
+        responses={200: s.SubmissionSerializer, **_error_responses(404)},
+    ),
+)
+class SubmissionViewSet(
+    mixins.CreateModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    queryset = Submission.objects.order_by("pk")
+    serializer_class = s.SubmissionSerializer
+    lookup_field = "bundle_id"
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+    permission_classes = [permissions.AllowAny]
+    filter_backends: list = []
+
+    def get_throttles(self):
+        if self.action == "create":
+            return [SubmissionTokenThrottle(), SubmissionAddressThrottle()]
+        return super().get_throttles()
+
+    def get_object(self):
+        try:
+            uuid.UUID(self.kwargs["bundle_id"])
+        except ValueError:
+            raise exceptions.NotFound() from None
+        return super().get_object()
+
+    @extend_schema(
+        summary="Upload a bundle",
+        description=(
+            "Validates the bundle (docs/bundle.md), stores it and queues its "
+            "ingestion; answers 202 at once with the status URL. A bundle "
+            "already received (same bundle_id) answers 200 with the existing "
+            "submission and creates nothing. Anonymous uploads (when allowed) "
+            "get an owner key, shown once. Field errors are JSON pointers."
+        ),
+        request={"application/json": OpenApiTypes.OBJECT},
+        parameters=[
+            OpenApiParameter(
+                "visibility",
+                OpenApiTypes.STR,
+                enum=[v for v, _ in agent_vocab.VISIBILITY],
+                description="public (default), unlisted or private",
+            )
+        ],
+        responses={
+            202: s.SubmissionCreatedSerializer,
+            200: s.SubmissionSerializer,
+            **_error_responses(400, 401, 413, 415, 429),
+        },
+    )
+    def create(self, request, *args, **kwargs):
+        user = request.user if request.user.is_authenticated else None
+        if user is None and not settings.ALLOW_ANONYMOUS_SUBMISSIONS:
+            raise exceptions.NotAuthenticated(
+                "Anonymous submissions are disabled: send 'Authorization: Token "
+                "<key>' (manage.py create_api_token USERNAME)."
+            )
+        visibility = request.query_params.get("visibility", Visibility.PUBLIC)
+        if visibility not in Visibility.values:
+            raise BundleInvalid(
+                [
+                    {
+                        "pointer": None,
+                        "message": f"visibility {visibility!r} is not one of "
+                        f"{', '.join(Visibility.values)}",
+                    }
+                ]
+            )
+        doc = request.data
+        errors = check_bundle(
+            doc,
+            allow_published=bool(user and user.is_staff),
+            parse=agent_parsers.parse,
+        )
+        if errors:
+            raise BundleInvalid(errors)
+        bundle_id = uuid.UUID(doc["bundle_id"])
+        existing = Submission.objects.filter(bundle_id=bundle_id).first()
+        if existing is not None:
+            return self._existing(existing)
+        key = new_secret("bdo") if user is None else None
+        try:
+            with transaction.atomic():
+                sub = Submission.objects.create(
+                    bundle_id=bundle_id,
+                    bundle=doc,
+                    submitted_by=user,
+                    owner_key_hash=hash_secret(key) if key else "",
+                    visibility=visibility,
+                    remote_addr=request.META.get("REMOTE_ADDR") or None,
+                )
+                transaction.on_commit(lambda: ingest_task.delay(sub.pk))
+        except IntegrityError:
+            # The same bundle arrived twice at once: the other request won.
+            return self._existing(Submission.objects.get(bundle_id=bundle_id))
+        sub.owner_key = key
+        data = s.SubmissionCreatedSerializer(sub, context={"request": request}).data
+        return Response(
+            data,
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": data["status_url"]},
+        )
+
+    def _existing(self, sub: Submission) -> Response:
+        data = s.SubmissionSerializer(sub, context={"request": self.request}).data
+        return Response(data, status=status.HTTP_200_OK)
+
+
+# Runs ------------------------------------------------------------------------
+
+
+EXPORT_PARAM = OpenApiParameter(
+    "format",
+    OpenApiTypes.STR,
+    enum=["json", "csv"],
+    description="json (default) or csv",
+)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List runs",
+        description="Public, not hidden runs (or your own with mine=true), "
+        "filtered by any environment or hardware facet, searched with q, "
+        "ordered (always with id as the tie-breaker) and paginated.",
+        parameters=[
+            OpenApiParameter(
+                "mine",
+                OpenApiTypes.BOOL,
+                description="Only your own runs (any "
+                "visibility); needs a signed-in user or token.",
+            )
+        ],
+        responses={200: s.RunListSerializer(many=True), **_error_responses(400)},
+    ),
+    retrieve=extend_schema(
+        summary="A run with every test's statistics and repeats",
+        description="Hidden runs remain readable here, with the reason; "
+        "overhead is the guest figure divided by its host baseline's.",
+        parameters=[OWNER_KEY_PARAM],
+        responses={200: s.RunDetailSerializer, **_error_responses(404)},
+    ),
+    partial_update=extend_schema(
+        summary="Edit a run's title, notes, visibility or tags (owner only)",
+        parameters=[OWNER_KEY_PARAM],
+        request=s.RunUpdateSerializer,
+        responses={200: s.RunDetailSerializer, **_error_responses(400, 403, 404)},
+    ),
+    destroy=extend_schema(
+        summary="Delete a run (owner only)",
+        parameters=[OWNER_KEY_PARAM],
+        responses={204: None, **_error_responses(403, 404)},
+    ),
+)
+class RunViewSet(
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = RunFilterSet
+    pagination_class = StablePagination
+    permission_classes = [IsRunOwnerOrReadOnly]
+
+    def get_queryset(self):
+        user = self.request.user
+        if self.action in ("list", "export"):
+            if self.request.query_params.get("mine") in ("true", "1", "yes"):
+                if not user.is_authenticated:
+                    raise exceptions.NotAuthenticated(
+                        "mine=true needs a signed-in user"
+                    )
+                qs = Run.objects.filter(owner=user)
+            else:
+                qs = Run.objects.visible()
+            return qs.for_list().order_by("-created", "-id")
+        qs = readable_runs(self.request).select_related(
+            "hardware", "hardware__cpu_model", "hardware__disk_model"
+        )
+        if self.action == "retrieve" or self.action == "partial_update":
+            qs = qs.prefetch_related(
+                Prefetch(
+                    "results",
+                    queryset=Result.objects.order_by(
+                        "group", "test_id"
+                    ).prefetch_related(
+                        Prefetch(
+                            "measurements",
+                            queryset=Measurement.objects.order_by(
+                                "repeat", "direction", "job"
+                            ),
+                        ),
+                        Prefetch(
+                            "raw_outputs",
+                            queryset=RawOutput.objects.only(
+                                "id", "result_id", "repeat", "format"
+                            ),
+                        ),
+                    ),
+                )
+            )
+        return qs.order_by("-created", "-id")
+
+    def get_serializer_class(self):
+        if self.action == "retrieve":
+            return s.RunDetailSerializer
+        if self.action == "partial_update":
+            return s.RunUpdateSerializer
+        return s.RunListSerializer
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        run = getattr(self, "_detail_run", None)
+        if run is not None and run.baseline_id:
+            baseline_ok = (
+                readable_runs(self.request).filter(pk=run.baseline_id).exists()
+            )
+            if baseline_ok:
+                context["baseline_results"] = {
+                    r.comparability_key: r
+                    for r in Result.objects.filter(run_id=run.baseline_id)
+                }
+        return context
+
+    def retrieve(self, request, *args, **kwargs):
+        self._detail_run = self.get_object()
+        return Response(self.get_serializer(self._detail_run).data)
+
+    def partial_update(self, request, *args, **kwargs):
+        run = self.get_object()
+        serializer = s.RunUpdateSerializer(run, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        tags = data.pop("tags", None)
+        with transaction.atomic():
+            for field, value in data.items():
+                setattr(run, field, value)
+            run.save()
+            if tags is not None:
+                ingest.retag(run, tags)
+        self._detail_run = self.get_queryset().get(pk=run.pk)
+        return Response(
+            s.RunDetailSerializer(
+                self._detail_run, context=self.get_serializer_context()
+            ).data
+        )
+
+    @extend_schema(
+        summary="Claim an anonymous run into your account",
+        description="Needs a signed-in user (or token) and the run's owner key "
+        "in X-Owner-Key; the key stops working afterwards.",
+        request=None,
+        parameters=[OWNER_KEY_PARAM],
+        responses={200: s.RunListSerializer, **_error_responses(401, 403, 404)},
+    )
+    @action(
+        detail=True, methods=["post"], permission_classes=[permissions.IsAuthenticated]
+    )
+    def claim(self, request, pk=None):
+        run = self.get_object()
+        key = owner_key(request)
+        if not key or not run.check_owner_key(key):
+            raise exceptions.PermissionDenied("X-Owner-Key does not match this run.")
+        run.owner = request.user
+        run.owner_key_hash = ""
+        run.save(update_fields=["owner", "owner_key_hash", "updated"])
+        return Response(s.RunListSerializer(run, context={"request": request}).data)
+
+    @extend_schema(
+        summary="Moderate a run (staff)",
+        description="flag/unflag marks it suspect with a reason; hide/unhide "
+        "takes it out of lists and aggregates (its page says why).",
+        request=s.ModerationSerializer,
+        responses={200: s.RunListSerializer, **_error_responses(400, 401, 403, 404)},
+    )
+    @action(detail=True, methods=["post"], permission_classes=[IsStaff])
+    def moderate(self, request, pk=None):
+        run = self.get_object()
+        serializer = s.ModerationSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        act = serializer.validated_data["action"]
+        reason = serializer.validated_data.get("reason", "").strip()
+        if act == "flag":
+            run.suspect = True
+            run.suspect_reasons = [*run.suspect_reasons, f"flagged by staff: {reason}"]
+        elif act == "unflag":
+            run.suspect, run.suspect_reasons = False, []
+        elif act == "hide":
+            run.hidden, run.hidden_reason = True, reason
+        else:
+            run.hidden, run.hidden_reason = False, ""
+        run.save()
+        return Response(s.RunListSerializer(run, context={"request": request}).data)
+
+    @extend_schema(
+        summary="Percentile rank among similar systems",
+        description="Among visible runs with a result of the same comparability "
+        "key on the same disk type (and the same values of the match facets).",
+        parameters=[s.SimilarQuerySerializer, OWNER_KEY_PARAM],
+        responses={200: s.SimilarSerializer, **_error_responses(400, 404)},
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def similar(self, request, pk=None):
+        run = self.get_object()
+        query = s.SimilarQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        try:
+            answer = compare.similar_systems(
+                run, q["test_id"], q["metric"], q.get("match") or ()
+            )
+        except LookupError as exc:
+            raise exceptions.NotFound(str(exc)) from None
+        return Response(s.SimilarSerializer(answer).data)
+
+    @extend_schema(
+        summary="Export a run list (one row per run and test)",
+        parameters=[EXPORT_PARAM],
+        responses={
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            (200, "text/csv"): OpenApiTypes.STR,
+            **_error_responses(400),
+        },
+    )
+    @action(
+        detail=False,
+        methods=["get"],
+        renderer_classes=[JSONRenderer, CSVRenderer],
+        pagination_class=None,
+    )
+    def export(self, request):
+        runs = self.filter_queryset(self.get_queryset())
+        rows = []
+        for row in result_rows(runs):
+            if len(rows) >= EXPORT_MAX_ROWS:
+                break
+            stats = row.pop("_stats")
+            if request.accepted_renderer.format != "csv":
+                row["stats"] = stats
+            rows.append(row)
+        headers = {"X-Rows-Limit": str(EXPORT_MAX_ROWS)}
+        if request.accepted_renderer.format == "csv":
+            headers["Content-Disposition"] = 'attachment; filename="benchdb-runs.csv"'
+            return Response({"columns": DUMP_COLUMNS, "rows": rows}, headers=headers)
+        return Response({"columns": DUMP_COLUMNS, "rows": rows}, headers=headers)
+
+
+# Compare, aggregates, vocabularies, hardware ---------------------------------
+
+
+COMPARE_CSV_COLUMNS = (
+    "test_id",
+    "comparability_key",
+    "metric",
+    "unit",
+    "run",
+    "reference",
+    "n",
+    "mean",
+    "stdev",
+    "ci95_low",
+    "ci95_high",
+    "delta_percent",
+    "p_value",
+    "verdict",
+)
+
+
+def comparison_rows(result: dict) -> list[dict]:
+    """A comparison flattened: one row per test, metric and run."""
+    rows = []
+    for test in result["tests"]:
+        for metric in test["metrics"]:
+            for entry in metric["runs"]:
+                rows.append(
+                    {
+                        "test_id": test["test_id"],
+                        "comparability_key": test["comparability_key"],
+                        "metric": metric["metric"],
+                        "unit": metric["unit"],
+                        "reference": result["reference"],
+                        **{k: v for k, v in entry.items() if k != "values"},
+                    }
+                )
+    return rows
+
+
+def compare_runs(request, run_ids: list[int], reference_id: int | None) -> dict:
+    """``build_comparison`` over the runs this request may read, in order."""
+    found = {r.pk: r for r in readable_runs(request).filter(pk__in=run_ids)}
+    missing = [rid for rid in run_ids if rid not in found]
+    if missing:
+        raise exceptions.ValidationError(
+            {"runs": [f"no such run (or not yours to read): {missing}"]}
+        )
+    runs = [found[rid] for rid in run_ids]
+    reference = found[reference_id] if reference_id else None
+    return compare.build_comparison(runs, reference)
+
+
+class CompareView(APIView):
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    @extend_schema(
+        summary="Compare runs: means, intervals, deltas and significance",
+        description="For every test the runs share (same comparability key): "
+        "each run's mean and 95% interval over repeats, the difference to the "
+        "reference run in percent, and Welch's t-test verdict.",
+        parameters=[s.CompareQuerySerializer, EXPORT_PARAM, OWNER_KEY_PARAM],
+        responses={
+            (200, "application/json"): s.ComparisonResultSerializer,
+            (200, "text/csv"): OpenApiTypes.STR,
+            **_error_responses(400),
+        },
+    )
+    def get(self, request):
+        query = s.CompareQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        run_ids = query.validated_data["runs"]
+        reference = query.validated_data.get("reference")
+        if reference is not None and reference not in run_ids:
+            raise exceptions.ValidationError(
+                {"reference": ["must be one of the compared runs"]}
+            )
+        result = compare_runs(request, run_ids, reference)
+        if request.accepted_renderer.format == "csv":
+            return Response(
+                {"columns": COMPARE_CSV_COLUMNS, "rows": comparison_rows(result)},
+                headers={
+                    "Content-Disposition": 'attachment; filename="benchdb-compare.csv"'
+                },
+            )
+        return Response(result)
+
+
+def _filter_parameters() -> list[OpenApiParameter]:
+    """RunFilterSet's parameters for views that are not lists (aggregates)."""
+    params = []
+    for name, flt in RunFilterSet.base_filters.items():
+        if name == "ordering":
+            continue
+        kind = type(flt).__name__
+        if "Range" in kind:
+            for suffix in ("after", "before"):
+                params.append(
+                    OpenApiParameter(f"{name}_{suffix}", OpenApiTypes.DATETIME)
+                )
+        elif kind == "BooleanFilter":
+            params.append(OpenApiParameter(name, OpenApiTypes.BOOL))
+        elif kind == "MultipleChoiceFilter":
+            params.append(
+                OpenApiParameter(
+                    name,
+                    OpenApiTypes.STR,
+                    many=True,
+                    explode=True,
+                    enum=[c[0] for c in flt.extra["choices"]],
+                )
+            )
+        elif kind == "NumberFilter":
+            params.append(OpenApiParameter(name, OpenApiTypes.INT))
+        else:
+            params.append(OpenApiParameter(name, OpenApiTypes.STR))
+    return params
+
+
+class AggregatesView(APIView):
+    @extend_schema(
+        summary="Distribution of a test's metric, grouped by a facet",
+        description="count, min, quartiles, median and max computed in "
+        "PostgreSQL over visible runs narrowed by any run filter, e.g. 4k random "
+        "read IOPS at QD1 by cache_mode for disk_type=nvme-ssd&platform=proxmox.",
+        parameters=[s.AggregateQuerySerializer, *_filter_parameters()],
+        responses={200: s.AggregateSerializer, **_error_responses(400)},
+    )
+    def get(self, request):
+        query = s.AggregateQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        filterset = RunFilterSet(request.query_params, queryset=Run.objects.visible())
+        if not filterset.is_valid():
+            raise exceptions.ValidationError(filterset.errors)
+        answer = compare.aggregates(
+            q["test_id"],
+            q["metric"],
+            q.get("group_by"),
+            runs=filterset.qs,
+            comparability_key=q.get("comparability_key"),
+        )
+        return Response(s.AggregateSerializer(answer).data)
+
+
+class VocabulariesView(APIView):
+    @extend_schema(
+        summary="Vocabularies for filter menus, tags, metrics and units",
+        responses={200: s.VocabulariesSerializer},
+    )
+    def get(self, request):
+        names = {
+            "role": agent_vocab.ROLE,
+            "platform": agent_vocab.PLATFORM,
+            "virtualization": agent_vocab.VIRTUALIZATION,
+            "cache_mode": agent_vocab.CACHE_MODE,
+            "aio_mode": agent_vocab.AIO_MODE,
+            "image_format": agent_vocab.IMAGE_FORMAT,
+            "storage_backend": agent_vocab.STORAGE_BACKEND,
+            "disk_bus": agent_vocab.DISK_BUS,
+            "disk_type": agent_vocab.DISK_TYPE,
+            "raid_level": agent_vocab.RAID_LEVEL,
+            "source": agent_vocab.SOURCE,
+            "visibility": agent_vocab.VISIBILITY,
+            "direction": agent_vocab.DIRECTION,
+            "tool": agent_vocab.TOOL,
+        }
+        data = {
+            "vocabularies": {
+                name: [{"value": v, "label": label} for v, label in vocabulary]
+                for name, vocabulary in names.items()
+            },
+            "tags": {
+                key: None if allowed is None else list(agent_vocab.values(allowed))
+                for key, allowed in agent_vocab.TAG_VOCABULARIES.items()
+            },
+            "visibility": list(Visibility.values),
+            "metrics": compare.MAIN_METRICS,
+            "group_by": list(compare.GROUP_BY),
+            "similar_match": list(compare.SIMILAR_MATCH),
+            "cache_mode_safety": {
+                mode: {"safety": safety, "explanation": text}
+                for mode, (safety, text) in agent_vocab.CACHE_MODE_SAFETY.items()
+            },
+            "units": {
+                "iops": "operations per second",
+                "bw_bytes": "bytes per second",
+                "*_ns": "nanoseconds",
+                "*_bytes": "bytes",
+                "*_s": "seconds",
+            },
+        }
+        return Response(data)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Hardware that visible runs ran on"),
+    retrieve=extend_schema(
+        summary="One hardware description",
+        responses={200: s.HardwareSerializer, **_error_responses(404)},
+    ),
+)
+class HardwareViewSet(viewsets.ReadOnlyModelViewSet):
+    serializer_class = s.HardwareSerializer
+    pagination_class = StablePagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_fields = ["disk_type", "raid_level"]
+
+    def get_queryset(self):
+        visible = Q(runs__visibility=Visibility.PUBLIC, runs__hidden=False)
+        return (
+            Hardware.objects.select_related("cpu_model", "disk_model")
+            .annotate(run_count=Count("runs", filter=visible))
+            .filter(run_count__gt=0)
+            .order_by("id")
+        )
+
+
+# Saved comparisons, tokens, dump ----------------------------------------------
+
+
+class ComparisonViewSet(
+    mixins.CreateModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    queryset = Comparison.objects.order_by("pk")
+    lookup_field = "slug"
+    lookup_value_regex = "[A-Za-z0-9]{1,16}"
+    serializer_class = s.SavedComparisonSerializer
+    permission_classes = [permissions.AllowAny]
+    filter_backends: list = []
+
+    @extend_schema(
+        summary="Save a comparison as a share link",
+        request=s.ComparisonCreateSerializer,
+        responses={201: s.ComparisonSerializer, **_error_responses(400)},
+    )
+    def create(self, request, *args, **kwargs):
+        body = s.ComparisonCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        compare_runs(request, data["runs"], data.get("reference"))
+        for _attempt in range(5):
+            try:
+                with transaction.atomic():
+                    saved = Comparison.objects.create(
+                        slug=Comparison.new_slug(),
+                        run_ids=data["runs"],
+                        reference_run_id=data.get("reference"),
+                        title=data.get("title", ""),
+                        options=data.get("options") or {},
+                        created_by=request.user
+                        if request.user.is_authenticated
+                        else None,
+                    )
+                break
+            except IntegrityError:
+                continue
+        else:
+            raise exceptions.APIException("could not allocate a share link")
+        out = s.ComparisonSerializer(saved, context={"request": request}).data
+        return Response(out, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="A saved comparison, computed now",
+        description="Runs that are no longer readable (deleted, made private) "
+        "are left out; `comparison` is null when none is left.",
+        responses={200: s.SavedComparisonSerializer, **_error_responses(404)},
+    )
+    def retrieve(self, request, *args, **kwargs):
+        saved = self.get_object()
+        found = {r.pk: r for r in readable_runs(request).filter(pk__in=saved.run_ids)}
+        runs = [found[rid] for rid in saved.run_ids if rid in found]
+        reference = (
+            found.get(saved.reference_run_id) if saved.reference_run_id else None
+        )
+        result = compare.build_comparison(runs, reference) if runs else None
+        context = {"request": request, "comparison": result}
+        return Response(s.SavedComparisonSerializer(saved, context=context).data)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your API tokens (secrets are never shown again)"),
+    create=extend_schema(
+        summary="Create a token; the key is in the answer, once",
+        responses={201: s.ApiTokenCreatedSerializer, **_error_responses(400, 401)},
+    ),
+    destroy=extend_schema(
+        summary="Revoke a token", responses={204: None, **_error_responses(401, 404)}
+    ),
+)
+class ApiTokenViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = s.ApiTokenSerializer
+    permission_classes = [permissions.IsAuthenticated]
+    pagination_class = StablePagination
+    filter_backends: list = []
+
+    def get_queryset(self):
+        if not self.request.user.is_authenticated:
+            return ApiToken.objects.none()
+        return ApiToken.objects.filter(user=self.request.user).order_by(
+            "-created", "-id"
+        )
+
+    def create(self, request, *args, **kwargs):
+        body = s.ApiTokenSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        token, key = ApiToken.issue(request.user, body.validated_data["name"])
+        token.key = key
+        return Response(
+            s.ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED
+        )
+
+    def perform_destroy(self, instance):
+        if instance.revoked is None:
+            instance.revoked = timezone.now()
+            instance.save(update_fields=["revoked"])
+
+
+class DumpView(generics.GenericAPIView):
+    @extend_schema(
+        summary="The latest full public dump (gzip'd CSV or JSON Lines)",
+        description="All public runs' results, written periodically by the "
+        "public_dump task.",
+        parameters=[OpenApiParameter("kind", OpenApiTypes.STR, enum=["csv", "jsonl"])],
+        responses={
+            (200, "application/gzip"): OpenApiTypes.BINARY,
+            **_error_responses(400, 404),
+        },
+    )
+    def get(self, request):
+        kind = request.query_params.get("kind", "csv")
+        if kind not in ("csv", "jsonl"):
+            raise exceptions.ValidationError({"kind": ["csv or jsonl"]})
+        handle = read_latest_dump(f"{kind}.gz")
+        if handle is None:
+            raise exceptions.NotFound("No dump has been written yet.")
+        return FileResponse(
+            handle,
+            as_attachment=True,
+            filename=f"benchdb-public.{kind}.gz",
+            content_type="application/gzip",
+        )

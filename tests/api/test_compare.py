@@ -1,0 +1,245 @@
+"""Compare, similar systems and aggregates against figures computed here."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+
+import pytest
+
+from benchdb.results import stats
+from benchdb.results.ingest import store_bundle
+from tests.api.factories import make_bundle, repeat_values
+
+pytestmark = pytest.mark.django_db
+
+READ = "fio-randread-4k-q1t1"
+WRITE = "fio-randwrite-4k-q1t1"
+# Two-sided 95% Student's t critical value for 2 degrees of freedom (tables).
+T95_DF2 = 4.302653
+
+
+@pytest.fixture
+def trio(fio):
+    """fast (3 repeats), slow (3 repeats, rate-capped), single (1 repeat)."""
+    bundles = {
+        "fast": make_bundle(fio, tests=(READ, WRITE), speed="fast"),
+        "slow": make_bundle(fio, tests=(READ, WRITE), speed="slow"),
+        "single": make_bundle(fio, tests=(READ,), speed="fast", repeats=1),
+    }
+    runs = {name: store_bundle(b) for name, b in bundles.items()}
+    return bundles, runs
+
+
+def welch_t_df(a, b):
+    va, vb = statistics.variance(a), statistics.variance(b)
+    se2 = va / len(a) + vb / len(b)
+    t = (statistics.mean(b) - statistics.mean(a)) / math.sqrt(se2)
+    df = se2**2 / (
+        (va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1)
+    )
+    return t, df
+
+
+def entry(body, test_id, metric, run_id):
+    test = next(t for t in body["tests"] if t["test_id"] == test_id)
+    m = next(m for m in test["metrics"] if m["metric"] == metric)
+    return next(e for e in m["runs"] if e["run"] == run_id)
+
+
+def test_it_compares_means_intervals_deltas_and_significance(
+    api, trio, django_assert_max_num_queries
+):
+    bundles, runs = trio
+    fast, slow = runs["fast"], runs["slow"]
+    with django_assert_max_num_queries(6):
+        response = api.get(f"/api/v1/compare/?runs={fast.pk},{slow.pk}")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["reference"] == fast.pk
+    assert [t["test_id"] for t in body["tests"]] == [READ, WRITE]
+
+    a = repeat_values(bundles["fast"], READ, "read", "iops")
+    b = repeat_values(bundles["slow"], READ, "read", "iops")
+    ref = entry(body, READ, "iops", fast.pk)
+    other = entry(body, READ, "iops", slow.pk)
+    assert ref["n"] == other["n"] == 3
+    assert ref["mean"] == pytest.approx(statistics.mean(a), rel=1e-12)
+    assert other["stdev"] == pytest.approx(statistics.stdev(b), rel=1e-9)
+    half = T95_DF2 * statistics.stdev(b) / math.sqrt(3)
+    assert other["ci95_low"] == pytest.approx(statistics.mean(b) - half, rel=1e-6)
+    assert other["ci95_high"] == pytest.approx(statistics.mean(b) + half, rel=1e-6)
+    delta = (statistics.mean(b) - statistics.mean(a)) / statistics.mean(a) * 100
+    assert other["delta_percent"] == pytest.approx(delta, rel=1e-9)
+    assert ref["delta_percent"] is None and ref["verdict"] is None
+    t, df = welch_t_df(a, b)
+    assert other["p_value"] == pytest.approx(stats.t_sf_two_sided(t, df), rel=1e-9)
+    # A 2000 IOPS cap against an uncapped SSD: far beyond the noise.
+    assert statistics.mean(b) < statistics.mean(a) / 2
+    assert other["verdict"] == "significant"
+    assert other["better"] is False
+
+    # Latency: lower is better, so the slower run is "worse" there too.
+    lat = entry(body, READ, "lat_mean_ns", slow.pk)
+    la = repeat_values(bundles["fast"], READ, "read", "lat_mean_ns")
+    lb = repeat_values(bundles["slow"], READ, "read", "lat_mean_ns")
+    assert lat["mean"] == pytest.approx(statistics.mean(lb), rel=1e-12)
+    assert lat["delta_percent"] == pytest.approx(
+        (statistics.mean(lb) - statistics.mean(la)) / statistics.mean(la) * 100
+    )
+
+
+def test_it_says_not_enough_repeats_for_a_single_run(api, trio):
+    _bundles, runs = trio
+    body = api.get(
+        f"/api/v1/compare/?runs={runs['fast'].pk},{runs['single'].pk}"
+    ).json()
+    assert [t["test_id"] for t in body["tests"]] == [READ]
+    assert body["not_shared"] == [WRITE]
+    single = entry(body, READ, "iops", runs["single"].pk)
+    assert single["n"] == 1
+    assert single["ci95_low"] is None
+    assert single["verdict"] == "not enough repeats"
+    assert single["delta_percent"] is not None
+
+
+def test_it_takes_another_reference(api, trio):
+    _bundles, runs = trio
+    fast, slow = runs["fast"], runs["slow"]
+    body = api.get(f"/api/v1/compare/?runs={fast.pk},{slow.pk}&reference={slow.pk}")
+    body = body.json()
+    assert body["reference"] == slow.pk
+    assert entry(body, READ, "iops", fast.pk)["better"] is True
+
+
+def test_it_exports_a_comparison_as_csv(api, trio):
+    _bundles, runs = trio
+    ids = f"{runs['fast'].pk},{runs['slow'].pk}"
+    body = api.get(f"/api/v1/compare/?runs={ids}").json()
+    response = api.get(f"/api/v1/compare/?runs={ids}&format=csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    expected = sum(len(m["runs"]) for t in body["tests"] for m in t["metrics"])
+    assert len(rows) == expected
+    row = next(
+        r
+        for r in rows
+        if r["test_id"] == READ
+        and r["metric"] == "iops"
+        and r["run"] == str(runs["slow"].pk)
+    )
+    slow = entry(body, READ, "iops", runs["slow"].pk)
+    assert float(row["mean"]) == pytest.approx(slow["mean"])
+    assert row["verdict"] == "significant"
+
+
+@pytest.mark.parametrize(
+    ("query", "pointer"),
+    [
+        ("", "/runs"),
+        ("?runs=abc", "/runs"),
+        ("?runs=1,,x", "/runs"),
+        ("?runs=999999", "/runs"),
+        ("?runs=" + ",".join(str(i) for i in range(1, 30)), "/runs"),
+    ],
+)
+def test_it_refuses_bad_compare_queries(api, db, query, pointer):
+    response = api.get(f"/api/v1/compare/{query}")
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["pointer"] == pointer
+
+
+def test_it_does_not_compare_someone_elses_private_run(api, fio, alice):
+    run = store_bundle(make_bundle(fio), owner=alice, visibility="private")
+    response = api.get(f"/api/v1/compare/?runs={run.pk}")
+    assert response.status_code == 400
+
+
+def test_it_saves_a_comparison_as_a_share_link(api, trio):
+    _bundles, runs = trio
+    ids = [runs["fast"].pk, runs["slow"].pk]
+    response = api.post(
+        "/api/v1/comparisons/", {"runs": ids, "title": "cap"}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    saved = response.json()
+    assert saved["share_url"].endswith(f"/c/{saved['slug']}")
+    again = api.get(f"/api/v1/comparisons/{saved['slug']}/").json()
+    assert again["run_ids"] == ids
+    live = api.get(f"/api/v1/compare/?runs={ids[0]},{ids[1]}").json()
+    assert again["comparison"] == live
+
+
+def test_it_ranks_a_run_among_similar_systems(api, trio):
+    bundles, runs = trio
+    means = {
+        name: statistics.mean(repeat_values(bundles[name], READ, "read", "iops"))
+        for name in bundles
+    }
+    response = api.get(f"/api/v1/runs/{runs['slow'].pk}/similar/?test_id={READ}")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    population = sorted(means.values())
+    assert body["population"] == pytest.approx(population)
+    below = sum(1 for v in population if v < means["slow"])
+    equal = sum(1 for v in population if v == means["slow"])
+    assert body["percentile"] == pytest.approx((below + equal / 2) / 3 * 100)
+    assert body["distribution"]["count"] == 3
+    assert body["distribution"]["median"] == pytest.approx(
+        statistics.median(population)
+    )
+
+
+def test_it_aggregates_in_postgresql_by_a_facet(api, fio):
+    values = {"none": [], "writeback": []}
+    for i, mode in enumerate(["none", "none", "none", "writeback", "writeback"]):
+        bundle = make_bundle(
+            fio,
+            tests=(READ,),
+            speed="slow" if i % 2 else "fast",
+            tags={"cache_mode": mode},
+        )
+        store_bundle(bundle)
+        values[mode].append(
+            statistics.mean(repeat_values(bundle, READ, "read", "iops"))
+        )
+    response = api.get(
+        f"/api/v1/aggregates/?test_id={READ}&metric=iops&group_by=cache_mode"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert [g["value"] for g in body["groups"]] == ["none", "writeback"]
+    for group in body["groups"]:
+        vals = sorted(values[group["value"]])
+        q1, median, q3 = statistics.quantiles(vals, n=4, method="inclusive")
+        assert group["count"] == len(vals)
+        assert group["min"] == pytest.approx(vals[0])
+        assert group["max"] == pytest.approx(vals[-1])
+        assert group["median"] == pytest.approx(median)
+        assert group["q1"] == pytest.approx(q1)
+        assert group["q3"] == pytest.approx(q3)
+    everything = sorted(values["none"] + values["writeback"])
+    assert body["overall"]["median"] == pytest.approx(statistics.median(everything))
+    # Run filters narrow the population.
+    narrowed = api.get(
+        f"/api/v1/aggregates/?test_id={READ}&metric=iops&cache_mode=writeback"
+    ).json()
+    assert narrowed["overall"]["count"] == 2
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "?test_id=x&metric=speed",
+        "?test_id=x&group_by=colour",
+        "?test_id=x&cache_mode=turbo",
+    ],
+)
+def test_it_refuses_bad_aggregate_queries(api, db, query):
+    response = api.get(f"/api/v1/aggregates/{query}")
+    assert response.status_code == 400
+    assert response.json()["errors"]
