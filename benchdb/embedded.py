@@ -90,12 +90,15 @@ def broker_settings() -> tuple[str, dict]:
     root = Path(os.environ.get("BENCHDB_BROKER_DIR") or var_dir() / "broker")
     queue = root / "queue"
     processed = root / "processed"
-    for folder in (queue, processed):
+    control = root / "control"
+    for folder in (queue, processed, control):
         folder.mkdir(parents=True, exist_ok=True)
     options = {
         "data_folder_in": str(queue),
         "data_folder_out": str(queue),
         "processed_folder": str(processed),
         "store_processed": False,
+        # Broadcast (pidbox) exchanges; kombu's default is ./control.
+        "control_folder": str(control),
     }
     return "filesystem://", options
