@@ -89,9 +89,17 @@ class SubmissionCreatedSerializer(SubmissionSerializer):
 
 
 class HardwareSerializer(serializers.ModelSerializer):
-    cpu_model = serializers.CharField(source="cpu_model.name", default=None)
-    disk_model = serializers.CharField(source="disk_model.name", default=None)
-    run_count = serializers.IntegerField(read_only=True, default=None)
+    cpu_model = serializers.CharField(
+        source="cpu_model.name", default=None, allow_null=True, read_only=True
+    )
+    disk_model = serializers.CharField(
+        source="disk_model.name", default=None, allow_null=True, read_only=True
+    )
+    run_count = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="Visible runs on this hardware (in hardware lists only).",
+    )
 
     class Meta:
         model = Hardware

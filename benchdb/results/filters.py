@@ -9,8 +9,12 @@ pagination is stable.
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import django_filters as filters
+from django import forms
 from django.db.models import Q, QuerySet
+from django_filters.fields import DateRangeWidget, IsoDateTimeField, RangeField
 
 from benchdb.results.models import Run
 from benchdb.results.vocab import (
@@ -73,6 +77,40 @@ class StableOrderingFilter(filters.OrderingFilter):
         return qs.order_by(*ordering)
 
 
+class UTCIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 date-time turned into UTC before it reaches PostgreSQL.
+
+    Python accepts offsets up to ±23:59, PostgreSQL only up to ±15:59; the
+    instant is the same in UTC, and an unrepresentable one is a form error.
+    """
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        if value is None:
+            return None
+        try:
+            return value.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError(
+                "date-time out of range", code="invalid"
+            ) from None
+
+
+class UTCDateTimeRangeField(RangeField):
+    widget = DateRangeWidget
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(
+            (UTCIsoDateTimeField(), UTCIsoDateTimeField()), *args, **kwargs
+        )
+
+
+class DateTimeRangeFilter(filters.IsoDateTimeFromToRangeFilter):
+    """``<name>_after`` / ``<name>_before`` in ISO 8601, any offset."""
+
+    field_class = UTCDateTimeRangeField
+
+
 def _multi(choices, field_name: str | None = None, label: str = ""):
     return filters.MultipleChoiceFilter(
         choices=choices.choices, field_name=field_name, label=label or None
@@ -120,12 +158,10 @@ class RunFilterSet(filters.FilterSet):
     test_id = filters.CharFilter(
         field_name="results__test_id", distinct=True, label="Has a result of test id"
     )
-    created = filters.IsoDateTimeFromToRangeFilter(
+    created = DateTimeRangeFilter(
         label="Uploaded between (created_after, created_before)"
     )
-    ran_at = filters.IsoDateTimeFromToRangeFilter(
-        label="Ran between (ran_at_after, ran_at_before)"
-    )
+    ran_at = DateTimeRangeFilter(label="Ran between (ran_at_after, ran_at_before)")
     has_baseline = filters.BooleanFilter(
         field_name="baseline", lookup_expr="isnull", exclude=True, label="Has baseline"
     )
