@@ -395,8 +395,9 @@ class RunViewSet(
 
     @extend_schema(
         summary="Percentile rank among similar systems",
-        description="Among visible runs with a result of the same comparability "
-        "key on the same disk type (and the same values of the match facets).",
+        description="Among visible, not suspect runs with a result of the same "
+        "comparability key on the same disk type (and the same values of the "
+        "match facets).",
         parameters=[s.SimilarQuerySerializer, OWNER_KEY_PARAM],
         responses={200: s.SimilarSerializer, **_error_responses(400, 404)},
     )
@@ -570,7 +571,8 @@ class AggregatesView(APIView):
         summary="Distribution of a test's metric, grouped by a facet",
         description="count, min, quartiles, median and max computed in "
         "PostgreSQL over visible runs narrowed by any run filter, e.g. 4k random "
-        "read IOPS at QD1 by cache_mode for disk_type=nvme-ssd&platform=proxmox.",
+        "read IOPS at QD1 by cache_mode for disk_type=nvme-ssd&platform=proxmox. "
+        "Suspect runs are left out unless the suspect filter is given.",
         parameters=[s.AggregateQuerySerializer, *_filter_parameters()],
         responses={200: s.AggregateSerializer, **_error_responses(400)},
     )
@@ -578,7 +580,10 @@ class AggregatesView(APIView):
         query = s.AggregateQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        filterset = RunFilterSet(request.query_params, queryset=Run.objects.visible())
+        base = Run.objects.visible()
+        if "suspect" not in request.query_params:
+            base = base.filter(suspect=False)
+        filterset = RunFilterSet(request.query_params, queryset=base)
         if not filterset.is_valid():
             raise exceptions.ValidationError(filterset.errors)
         answer = compare.aggregates(

@@ -64,6 +64,15 @@ GROUP_BY = {
 SIMILAR_MATCH = ("cache_mode", "storage_backend", "platform", "disk_bus", "aio_mode")
 
 
+def comparable_runs():
+    """Runs whose figures may enter a distribution: visible and not suspect.
+
+    A suspect run (a cache answered, or staff flagged it) is shown with its
+    reason, never silently mixed into others' statistics.
+    """
+    return Run.objects.visible().filter(suspect=False)
+
+
 def aggregate_repeat(records: Iterable[dict]) -> dict[str, dict]:
     """One repeat's records combined per direction (several jobs add up).
 
@@ -292,7 +301,8 @@ def similar_systems(
 ) -> dict:
     """Where a run's result stands among comparable runs on the same disk type.
 
-    The population is every visible run (or ``runs``) with a result of the
+    The population is every visible, not suspect run (or ``runs``) with a
+    result of the
     same comparability key, on hardware of the same disk type, optionally
     also with the same values of the facets in ``match`` (see
     ``SIMILAR_MATCH``).  ``percentile`` is the share of the population at or
@@ -310,7 +320,7 @@ def similar_systems(
         raise LookupError(f"run {run.pk} has no test {test_id!r}")
     value = getattr(result, column)
     disk_type = run.hardware.disk_type if run.hardware_id else "unknown"
-    population_runs = runs if runs is not None else Run.objects.visible()
+    population_runs = runs if runs is not None else comparable_runs()
     qs = Result.objects.filter(
         comparability_key=result.comparability_key,
         comparable=True,
@@ -354,8 +364,8 @@ def aggregates(
 ) -> dict:
     """count, min, quartiles, median, max of a test's metric, per facet value.
 
-    Computed in PostgreSQL (``percentile_cont``) over visible runs (or the
-    given, already filtered ``runs``).  Results of different comparability
+    Computed in PostgreSQL (``percentile_cont``) over visible, not suspect
+    runs (or the given, already filtered ``runs``).  Results of different comparability
     keys are never pooled: without ``comparability_key`` the most common key
     of the test id among those runs is used, and the answer names it.
     """
@@ -363,7 +373,7 @@ def aggregates(
     if group_by is not None and group_by not in GROUP_BY:
         allowed = ", ".join(GROUP_BY)
         raise ValueError(f"cannot group by {group_by!r}; one of {allowed}")
-    base_runs = runs if runs is not None else Run.objects.visible()
+    base_runs = runs if runs is not None else comparable_runs()
     qs = Result.objects.filter(
         test_id=test_id,
         comparable=True,

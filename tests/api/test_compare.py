@@ -243,3 +243,21 @@ def test_it_refuses_bad_aggregate_queries(api, db, query):
     response = api.get(f"/api/v1/aggregates/{query}")
     assert response.status_code == 400
     assert response.json()["errors"]
+
+
+def test_it_keeps_suspect_runs_out_of_distributions(api, fio):
+    honest = store_bundle(make_bundle(fio, tests=(READ,), speed="slow"))
+    # Thousands of 4k random-read IOPS from a "hard disk": a cache answered.
+    cached = store_bundle(make_bundle(fio, tests=(READ,), tags={"disk_type": "hdd"}))
+    cached.refresh_from_db()
+    assert cached.suspect
+    assert "beyond what 1 HDD can do" in cached.suspect_reasons[0]
+    url = f"/api/v1/aggregates/?test_id={READ}&metric=iops"
+    assert api.get(url).json()["overall"]["count"] == 1
+    assert api.get(url + "&suspect=true").json()["overall"]["count"] == 1
+    assert api.get(url + "&suspect=false").json()["overall"]["count"] == 1
+    similar = api.get(f"/api/v1/runs/{honest.pk}/similar/?test_id={READ}").json()
+    assert similar["distribution"]["count"] == 1
+    # The suspect run itself still answers where it would stand.
+    ranked = api.get(f"/api/v1/runs/{cached.pk}/similar/?test_id={READ}").json()
+    assert ranked["value"] is not None and ranked["distribution"]["count"] == 0

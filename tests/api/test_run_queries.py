@@ -173,3 +173,24 @@ def test_it_lists_vocabularies_and_hardware(api, catalogue):
     hardware = api.get("/api/v1/hardware/").json()["results"]
     assert sorted(h["disk_type"] for h in hardware) == ["hdd", "nvme-ssd", "sata-ssd"]
     assert all(h["run_count"] == 1 for h in hardware)
+
+
+def test_list_and_detail_queries_do_not_grow_with_the_data(api, fio):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(url: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert api.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    small = store_bundle(make_bundle(fio, tests=(READ,)))
+    list_small, detail_small = (
+        queries("/api/v1/runs/"),
+        queries(f"/api/v1/runs/{small.pk}/"),
+    )
+    big = store_bundle(make_bundle(fio, tests=(READ, "fio-randwrite-4k-q1t1")))
+    for _ in range(4):
+        store_bundle(make_bundle(fio))
+    assert queries("/api/v1/runs/") == list_small == 2  # count + page
+    assert queries(f"/api/v1/runs/{big.pk}/") == detail_small

@@ -153,6 +153,8 @@ def test_it_reports_a_failure_with_pointers_on_the_status_url(
     assert status["status"] == "failed"
     assert status["errors"][0]["pointer"] == "/tests/0/repeats/1/raw"
     assert Run.objects.count() == runs_before
+    # A bad bundle is not a transient error: no second attempt.
+    assert Submission.objects.get(pk=sub.pk).attempts == 1
 
 
 def test_it_answers_404_for_an_unknown_submission(api, db):
@@ -161,3 +163,29 @@ def test_it_answers_404_for_an_unknown_submission(api, db):
     response = api.get(unknown)
     assert response.status_code == 404
     assert response.json()["errors"][0]["pointer"] is None
+
+
+def test_it_stores_one_run_when_the_task_is_delivered_twice(
+    celery_worker_process, fio, api
+):
+    """Late acknowledgement means a message may come twice; the row lock and
+    the status make the second delivery a no-op."""
+    from benchdb.results.tasks import ingest
+
+    bundle = make_bundle(fio)
+    sub = Submission.objects.create(bundle_id=bundle["bundle_id"], bundle=bundle)
+    messages = [ingest.delay(sub.pk).id, ingest.delay(sub.pk).id]
+    status = wait_status(api, f"/api/v1/submissions/{sub.bundle_id}/")
+    assert status["status"] == "done"
+    # Let the second message be consumed too before counting.
+    wait_for(
+        lambda: all(
+            f"[{m}] succeeded" in celery_worker_process.log_path.read_text()
+            for m in messages
+        ),
+        timeout=30,
+        what="both deliveries to be processed",
+    )
+    assert Run.objects.filter(uuid=bundle["bundle_id"]).count() == 1
+    sub.refresh_from_db()
+    assert sub.attempts == 1
