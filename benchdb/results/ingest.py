@@ -14,7 +14,7 @@ import gzip
 import hashlib
 from collections import defaultdict
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from benchdb.results import stats
 from benchdb.results.compare import aggregate_repeat
@@ -243,22 +243,30 @@ def plausibility(run: Run, results: list[Result]) -> list[str]:
 
 
 def link_pair(run: Run) -> None:
-    """Link a guest run and its host baseline, whichever arrived first."""
+    """Link a guest run and its host baseline, whichever arrived first.
+
+    Two workers storing the two halves of a pair at the same moment would
+    each miss the other's uncommitted run; a transaction-scoped advisory lock
+    on the pair id makes the second wait for the first to commit, and then
+    see it.  Only runs of the same owner (the same account, or both
+    anonymous) pair up, so nobody can attach a baseline to someone else's run
+    by reusing their pair id.
+    """
     if not run.pair_id:
         return
-    if run.role == Role.GUEST:
-        host = (
-            Run.objects.filter(pair_id=run.pair_id, role=Role.HOST)
-            .order_by("created")
-            .first()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(%s))",
+            [f"benchdb-pair:{run.pair_id}"],
         )
+    same_owner = Run.objects.filter(pair_id=run.pair_id, owner_id=run.owner_id)
+    if run.role == Role.GUEST:
+        host = same_owner.filter(role=Role.HOST).order_by("created", "id").first()
         if host:
             run.baseline = host
             run.save(update_fields=["baseline"])
     else:
-        Run.objects.filter(
-            pair_id=run.pair_id, role=Role.GUEST, baseline__isnull=True
-        ).update(baseline=run)
+        same_owner.filter(role=Role.GUEST, baseline__isnull=True).update(baseline=run)
 
 
 def _test_meta(test: dict) -> dict:
