@@ -208,6 +208,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A stuck ingest must not hold a worker forever.
 CELERY_TASK_TIME_LIMIT = envint("CELERY_TASK_TIME_LIMIT", 300)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
+# Redis hands a message a dead worker held to another one after this long
+# (default: an hour); twice the time limit, so a live task is not redelivered.
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS.setdefault(
+        "visibility_timeout", 2 * CELERY_TASK_TIME_LIMIT
+    )
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The public dump for researchers (benchdb/results/tasks.py public_dump), run
