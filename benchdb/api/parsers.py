@@ -15,6 +15,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
 from benchdb.api.exceptions import PayloadTooLarge
+from benchdb.api.validation import DIGITS
 
 
 def _reject_constant(name: str):
@@ -52,7 +53,7 @@ class BundleJSONParser(BaseParser):
         request = (parser_context or {}).get("request")
         meta = request.META if request is not None else {}
         length = meta.get("CONTENT_LENGTH") or ""
-        if length.isdigit() and int(length) > limit:
+        if DIGITS.fullmatch(length) and int(length) > limit:
             raise PayloadTooLarge(
                 f"The body is {int(length)} bytes; the limit is {limit} bytes."
             )

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from benchdb.api.validation import Errors, _tags
+from benchdb.api.validation import DIGITS, Errors, _tags
 from benchdb.results.compare import GROUP_BY, METRIC_COLUMNS, SIMILAR_MATCH
 from benchdb.results.models import (
     METRIC_FIELDS,
@@ -361,7 +361,7 @@ class CompareQuerySerializer(serializers.Serializer):
 
     def validate_runs(self, value: str) -> list[int]:
         parts = [p.strip() for p in value.split(",") if p.strip()]
-        if not parts or not all(p.isdigit() and len(p) < 19 for p in parts):
+        if not parts or not all(DIGITS.fullmatch(p) for p in parts):
             raise serializers.ValidationError("expected run ids like 12,15,19")
         ids = list(dict.fromkeys(int(p) for p in parts))
         if len(ids) > 20:

@@ -48,6 +48,8 @@ PROFILES = ("quick", "standard", "full", "custom")
 SUBMITTABLE_SOURCES = ("measured", "imported")
 ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 TEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+# ASCII digits only: str.isdigit() also accepts "¹", which int() refuses.
+DIGITS = re.compile(r"[0-9]{1,18}")
 
 # Upper bounds far beyond any real device, so only garbage is refused.  Values
 # inside these but beyond a disk class's reach are stored and marked suspect
@@ -392,7 +394,7 @@ def _tags(errors, tags, pointer) -> None:
             if value not in values:
                 errors.add(where, f"{value!r} is not one of: {', '.join(values)}")
         elif key in TAG_INTEGER_MAX:
-            if not value.isdigit() or int(value) > TAG_INTEGER_MAX[key]:
+            if not DIGITS.fullmatch(value) or int(value) > TAG_INTEGER_MAX[key]:
                 errors.add(where, f"must be a whole number 0..{TAG_INTEGER_MAX[key]}")
         elif len(value) > TAG_MAX_LENGTH.get(key, 200):
             errors.add(

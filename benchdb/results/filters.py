@@ -69,7 +69,7 @@ class StableOrderingFilter(filters.OrderingFilter):
     """
 
     def filter(self, qs: QuerySet, value) -> QuerySet:
-        ordering = [self.get_ordering_value(p) for p in value] if value else []
+        ordering = [self.get_ordering_value(p) for p in value or [] if p]
         if not ordering:
             ordering = list(Run._meta.ordering)
         if not any(o.lstrip("-") == "id" for o in ordering):

@@ -66,6 +66,7 @@ FIELD_CASES = [
     ("/tags", {"cache_mode": "turbo"}, "/tags/cache_mode"),
     ("/tags", {"colour": "blue"}, "/tags/colour"),
     ("/tags", {"disk_count": "-3"}, "/tags/disk_count"),
+    ("/tags", {"disk_count": "\u00b9"}, "/tags/disk_count"),
     ("/tags", {"hypervisor_version": "x" * 101}, "/tags/hypervisor_version"),
     ("/tags", {"note": 5}, "/tags/note"),
     ("/environment/virtualization/type", "warp", "/environment/virtualization/type"),

@@ -142,6 +142,7 @@ def test_it_exports_a_comparison_as_csv(api, trio):
         ("", "/runs"),
         ("?runs=abc", "/runs"),
         ("?runs=1,,x", "/runs"),
+        ("?runs=%C2%B9", "/runs"),  # "¹" passes str.isdigit(), not int()
         ("?runs=999999", "/runs"),
         ("?runs=" + ",".join(str(i) for i in range(1, 30)), "/runs"),
     ],

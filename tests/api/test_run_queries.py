@@ -94,7 +94,7 @@ def test_it_paginates_in_a_stable_order(api, fio):
         body = api.get(f"/api/v1/runs/?page_size=2&page={page}").json()
         seen += [r["id"] for r in body["results"]]
     assert seen == sorted((r.pk for r in made), reverse=True)
-    by_title = api.get("/api/v1/runs/?ordering=title&page_size=5").json()
+    by_title = api.get("/api/v1/runs/?ordering=,title&page_size=5").json()
     assert [r["id"] for r in by_title["results"]] == sorted(
         (r.pk for r in made), reverse=True
     )
