@@ -53,7 +53,6 @@ from benchdb.results.models import (
 from benchdb.results.tasks import DUMP_COLUMNS, read_latest_dump, result_rows
 from benchdb.results.tasks import ingest as ingest_task
 from benchdb.results.vocab import Visibility
-from benchdb_agent import parsers as agent_parsers
 from benchdb_agent import vocab as agent_vocab
 
 ERRORS = s.ErrorsSerializer
@@ -168,7 +167,7 @@ class SubmissionViewSet(
         errors = check_bundle(
             doc,
             allow_published=bool(user and user.is_staff),
-            parse=agent_parsers.parse,
+            parse=ingest.agent_parse(),
         )
         if errors:
             raise BundleInvalid(errors)
