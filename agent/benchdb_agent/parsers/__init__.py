@@ -1,0 +1,92 @@
+"""One parser per tool output format; the agent and the server share them.
+
+``parse(text, fmt=None, source=..., direction=None)`` returns
+``{"tool", "tool_version", "format", "records"}``; every record has the keys of
+``common.RECORD_KEYS`` in fixed units (bytes/s, bytes, s, ns, IOPS), each a
+number as the tool reported it, exactly rescaled, or None.  Unknown or
+truncated input raises ParseError naming the source and what was expected:
+never a wrong number.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import dd, fio, ioping
+from .common import RECORD_KEYS, ParseError
+
+__all__ = ["FORMATS", "ParseError", "RECORD_KEYS", "detect_format", "parse"]
+
+FORMATS = (
+    "fio-json",
+    "fio-terse",
+    "fio-normal",
+    "ioping-human",
+    "ioping-batch",
+    "ioping-json",
+    "dd",
+)
+
+_PARSERS = {
+    "fio-json": lambda t, s, d: fio.parse_json(t, s),
+    "fio-terse": lambda t, s, d: fio.parse_terse(t, s),
+    "fio-normal": lambda t, s, d: fio.parse_normal(t, s),
+    "ioping-human": ioping.parse_human,
+    "ioping-batch": ioping.parse_batch,
+    "ioping-json": ioping.parse_json,
+    "dd": dd.parse,
+}
+
+
+def detect_format(text: str) -> str | None:
+    """The format of a tool output, or None when it is none of FORMATS."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    if re.search(r'"fio version"\s*:', text) or re.search(r'"jobs"\s*:\s*\[', text):
+        return "fio-json"
+    if stripped.startswith("[") and ('"stat"' in text or '"io"' in text[:2000]):
+        return "ioping-json"
+    if re.search(r"^[34];fio-", text, re.M):
+        return "fio-terse"
+    if re.search(r"^\s*(read|write|trim)\s*: (IOPS=|io=)", text, re.M) or re.search(
+        r"^\s*(READ|WRITE|TRIM): (bw=|io=)", text, re.M
+    ):
+        return "fio-normal"
+    if "ioping statistics ---" in text:
+        return "ioping-human"
+    last = stripped.splitlines()[-1].split()
+    if len(last) in (8, 10) and all(re.fullmatch(r"\d+(\.\d+)?", x) for x in last):
+        return "ioping-batch"
+    if re.search(r"^\d+\s*\D.*\d\s*[kKMGTPE]?i?B/\S+\s*$", text, re.M) or re.search(
+        r"^\d+ bytes transferred in ", text, re.M
+    ):
+        return "dd"
+    return None
+
+
+def parse(
+    text: str, fmt: str | None = None, *, source: str = "<input>", direction=None
+) -> dict:
+    """Parse one tool output; ``direction`` names read/write where the output
+    itself cannot (dd, ioping -B)."""
+    if not isinstance(text, str):
+        raise ParseError(source, "expected text")
+    if fmt is None:
+        fmt = detect_format(text)
+        if fmt is None:
+            raise ParseError(
+                source,
+                "not a recognised fio, ioping or dd output (expected one of: "
+                + ", ".join(FORMATS)
+                + ")",
+            )
+    if fmt not in _PARSERS:
+        raise ParseError(source, f"unknown format {fmt!r}; expected one of {FORMATS}")
+    if direction is not None and direction not in ("read", "write", "trim"):
+        raise ParseError(
+            source, f"direction must be read, write or trim, not {direction!r}"
+        )
+    result = _PARSERS[fmt](text, source, direction)
+    result["format"] = fmt
+    return result

@@ -1,0 +1,149 @@
+"""What every parser shares: the record shape, exact unit conversion, errors.
+
+Conversions go through ``decimal.Decimal`` built from the printed text, so
+"102.324867 us" becomes exactly 102324.867 ns and not 102324.86699999999:
+the numbers benchdb stores are the tool's own, only rescaled.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+RECORD_KEYS = (
+    "tool",
+    "job",
+    "direction",
+    "iops",
+    "bw_bytes",
+    "io_bytes",
+    "runtime_s",
+    "lat_mean_ns",
+    "clat_mean_ns",
+    "clat_p50_ns",
+    "clat_p99_ns",
+    "clat_p99_9_ns",
+    "lat_min_ns",
+    "lat_max_ns",
+    "lat_stdev_ns",
+    "options",
+)
+DIRECTIONS = ("read", "write", "trim")
+
+# Byte units as tools print them.  SI prefixes are powers of 1000 (GNU dd's
+# "MB/s"), IEC ones powers of 1024 (fio's "MiB/s", ioping's "KiB").
+BYTE_UNITS = {
+    "B": 1,
+    "kB": 10**3,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "PB": 10**15,
+    "EB": 10**18,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+    "PiB": 2**50,
+    "EiB": 2**60,
+}
+TIME_UNITS_NS = {
+    "ns": Decimal(1),
+    "nsec": Decimal(1),
+    "us": Decimal(1000),
+    "usec": Decimal(1000),
+    "µs": Decimal(1000),
+    "ms": Decimal(10**6),
+    "msec": Decimal(10**6),
+    "s": Decimal(10**9),
+    "sec": Decimal(10**9),
+    "min": Decimal(60 * 10**9),
+    "hour": Decimal(3600 * 10**9),
+}
+COUNT_SUFFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
+
+
+class ParseError(ValueError):
+    """Input that is not (or not all of) the expected tool output."""
+
+    def __init__(self, source: str, message: str):
+        super().__init__(f"{source}: {message}")
+        self.source = source
+
+
+def dec(text, source: str = "<input>", what: str = "number") -> Decimal:
+    """A Decimal from printed text; a decimal comma is accepted."""
+    s = str(text).strip().replace(",", ".")
+    try:
+        value = Decimal(s)
+    except InvalidOperation:
+        raise ParseError(source, f"expected a {what}, found {text!r}") from None
+    if not value.is_finite() or value < 0:
+        raise ParseError(source, f"expected a non-negative {what}, found {text!r}")
+    return value
+
+
+def num(value: Decimal):
+    """A JSON number: int when whole, else float (nearest to the decimal)."""
+    if value == value.to_integral_value():
+        return int(value)
+    return float(value)
+
+
+def from_json_number(value, scale=1, source: str = "<input>", what: str = "value"):
+    """Scale a number read from JSON exactly (via its shortest repr)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParseError(source, f"{what}: expected a number, found {value!r}")
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        raise ParseError(source, f"{what}: not a finite number")
+    if value < 0:
+        raise ParseError(source, f"{what}: negative value {value!r}")
+    return num(Decimal(repr(value)) * Decimal(scale))
+
+
+def bytes_of(number: str, unit: str, source: str = "<input>") -> int | float:
+    unit = unit.strip()
+    if unit not in BYTE_UNITS:
+        raise ParseError(source, f"unknown size unit {unit!r}")
+    return num(dec(number, source, "size") * BYTE_UNITS[unit])
+
+
+def ns_of(number: str, unit: str, source: str = "<input>") -> int | float:
+    unit = unit.strip()
+    if unit not in TIME_UNITS_NS:
+        raise ParseError(source, f"unknown time unit {unit!r}")
+    return num(dec(number, source, "time") * TIME_UNITS_NS[unit])
+
+
+def count_of(number: str, suffix: str = "", source: str = "<input>") -> int | float:
+    suffix = (suffix or "").strip()
+    if suffix not in COUNT_SUFFIX:
+        raise ParseError(source, f"unknown count suffix {suffix!r}")
+    return num(dec(number, source, "count") * COUNT_SUFFIX[suffix])
+
+
+def record(tool: str, direction: str, **values) -> dict:
+    """A normalized record with every key present (absent metrics are None)."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
+    rec = dict.fromkeys(RECORD_KEYS)
+    rec["tool"] = tool
+    rec["direction"] = direction
+    rec["options"] = {}
+    for key, value in values.items():
+        if key not in RECORD_KEYS:
+            raise KeyError(key)
+        rec[key] = value
+    return rec
+
+
+NUMBER = r"\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?"
+_WS = re.compile(r"\s+")
+
+
+def squeeze(text: str) -> str:
+    return _WS.sub(" ", text).strip()
