@@ -107,7 +107,14 @@ def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict |
             where = f"{pointer}/repeats/{i}/raw"
             try:
                 text = decode_raw(raw)
-                parsed = agent_parse()(text, raw.get("format"), source=where)
+                # dd and ioping -B do not say whether they read or wrote: the
+                # bundle names the direction of the test.
+                parsed = agent_parse()(
+                    text,
+                    raw.get("format"),
+                    source=where,
+                    direction=raw.get("direction") or test.get("direction"),
+                )
             except (ValueError, KeyError, OSError) as exc:
                 raise IngestError([{"pointer": where, "message": str(exc)}]) from exc
             out.append((index, parsed["records"], raw))
