@@ -94,6 +94,11 @@ def decode_raw(raw: dict) -> str:
     raise ValueError(f"unknown raw encoding {encoding!r}")
 
 
+def _parse_direction(raw: dict, test: dict) -> str | None:
+    direction = raw.get("direction") or test.get("direction")
+    return direction if direction in ("read", "write", "trim") else None
+
+
 def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict | None]]:
     """Every repeat of a bundle test as (index, records, raw) from the raw output.
 
@@ -113,7 +118,7 @@ def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict |
                     text,
                     raw.get("format"),
                     source=where,
-                    direction=raw.get("direction") or test.get("direction"),
+                    direction=_parse_direction(raw, test),
                 )
             except (ValueError, KeyError, OSError) as exc:
                 raise IngestError([{"pointer": where, "message": str(exc)}]) from exc
