@@ -255,7 +255,7 @@ def _record(errors, rec, pointer):
             )
 
 
-def _raw(errors, raw, pointer, parse) -> None:
+def _raw(errors, raw, pointer, parse, direction=None) -> None:
     if not isinstance(raw, dict):
         errors.add(pointer, "must be an object")
         return
@@ -268,7 +268,7 @@ def _raw(errors, raw, pointer, parse) -> None:
     if text is None or parse is None or fmt is None:
         return
     try:
-        parsed = parse(text, fmt, source=pointer)
+        parsed = parse(text, fmt, source=pointer, direction=direction)
     except (ValueError, KeyError, TypeError) as exc:
         errors.add(pointer, f"the {fmt} output does not parse: {exc}")
         return
@@ -277,6 +277,13 @@ def _raw(errors, raw, pointer, parse) -> None:
         errors.add(pointer, f"the {fmt} output holds no measurement")
     for i, rec in enumerate(records):
         _record(errors, rec, f"{pointer}/(parsed)/{i}")
+
+
+def parse_direction(raw: dict, test: dict) -> str | None:
+    """The direction a parser needs where the output does not say it (dd,
+    ioping -B): the raw's or the test's, if it is a single direction."""
+    direction = raw.get("direction") or test.get("direction")
+    return direction if direction in vocab.values(vocab.DIRECTION) else None
 
 
 def _test(errors, test, pointer, *, needs_raw, parse, seen_ids) -> None:
@@ -340,7 +347,7 @@ def _test(errors, test, pointer, *, needs_raw, parse, seen_ids) -> None:
             elif not records:
                 errors.add(f"{where}/records", "must hold at least one record")
         else:
-            _raw(errors, raw, f"{where}/raw", parse)
+            _raw(errors, raw, f"{where}/raw", parse, parse_direction(raw, test))
 
 
 def _datetime_ok(value) -> bool:
