@@ -48,5 +48,11 @@ format: setup
 bench: setup
 	$(BIN)/python -m bench
 
+## Build the real QEMU guest and run the guest matrix; bundles in var/guests
+## (SERVER=http://127.0.0.1:8000 uploads them to a running benchdb).
+guests: setup
+	bash scripts/system-deps.sh
+	$(BIN)/python -m tests.guests.matrix --out var/guests $(if $(SERVER),--server $(SERVER))
+
 clean:
 	rm -rf $(VENV) node_modules dist staticfiles
