@@ -83,11 +83,15 @@ GUEST_BINARIES = (
     "/usr/bin/dd",
     "/usr/bin/stat",
     "/usr/bin/df",
+    "/usr/sbin/mke2fs",
+)
+# Copied when the host has them: the agent uses them where present and must
+# cope without them (minimal guests lack them too).
+OPTIONAL_BINARIES = (
     "/usr/bin/systemd-detect-virt",
     "/usr/bin/lsblk",
     "/usr/bin/findmnt",
     "/usr/sbin/blkid",
-    "/usr/sbin/mke2fs",
 )
 GUEST_MODULES = (
     "virtio_pci",
@@ -250,6 +254,10 @@ def _build_inputs() -> dict:
             raise GuestError(f"{path} is missing: see tests/guests/README.md")
         st = os.stat(path)
         inputs[path] = [st.st_size, int(st.st_mtime)]
+    for path in OPTIONAL_BINARIES:
+        if os.path.exists(path):
+            st = os.stat(path)
+            inputs[path] = [st.st_size, int(st.st_mtime)]
     inputs["modules"] = list(GUEST_MODULES)
     inputs["init"] = hashlib.sha256(INIT_SCRIPT.encode()).hexdigest()
     return inputs
@@ -309,7 +317,8 @@ def _populate_tree(tree: Path, version: str) -> None:
         (tree / folder).mkdir(exist_ok=True)
 
     libraries = set()
-    for binary in GUEST_BINARIES:
+    optional = [b for b in OPTIONAL_BINARIES if os.path.exists(b)]
+    for binary in (*GUEST_BINARIES, *optional):
         _copy_into(tree, binary)
         libraries.update(_libraries(binary))
     dynload = Path(PYTHON_STDLIB, "lib-dynload")
