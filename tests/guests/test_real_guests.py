@@ -15,11 +15,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from benchdb_agent import bundle as agent_bundle
 from tests.guests import harness, matrix
 
 pytestmark = pytest.mark.guest
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 
 # The driver that binds the bench disk's controller on each bus.
 BUS_DRIVER = {
@@ -116,11 +116,12 @@ def test_agent_detect_reads_write_cache_as_cache_mode_evidence(boots):
 
 
 def test_guest_bundles_validate_and_carry_the_real_tags(results, boots):
-    schema = json.loads((ROOT / "docs" / "bundle.schema.json").read_text())
+    schema = json.loads(agent_bundle.SCHEMA_PATH.read_text())
     summary, out = results
     for boot in boots:
         bundle = _bundle(out, f"{boot['label']}.bundle.json")
         jsonschema.validate(bundle, schema)
+        assert agent_bundle.validate(bundle) == []
         assert bundle["role"] == "guest"
         assert bundle["pair_id"] == summary["pair_id"]
         assert bundle["tags"]["cache_mode"] == boot["cache_mode"]
@@ -133,7 +134,7 @@ def test_guest_bundles_validate_and_carry_the_real_tags(results, boots):
 
 
 def test_host_baseline_shares_the_pair_and_validates(results):
-    schema = json.loads((ROOT / "docs" / "bundle.schema.json").read_text())
+    schema = json.loads(agent_bundle.SCHEMA_PATH.read_text())
     summary, out = results
     assert summary["host"]["rc"] == 0
     bundle = _bundle(out, "host.bundle.json")
