@@ -132,6 +132,57 @@ def environment_facts() -> dict:
     }
 
 
+CAPTURE_FILES = (
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/mounts",
+    "/etc/os-release",
+    "/sys/hypervisor/type",
+)
+CAPTURE_DMI = (
+    "sys_vendor",
+    "product_name",
+    "product_version",
+    "bios_vendor",
+    "bios_version",
+    "board_vendor",
+    "chassis_vendor",
+)
+CAPTURE_BLOCK = (
+    "serial",
+    "size",
+    "removable",
+    "queue/rotational",
+    "queue/scheduler",
+    "queue/write_cache",
+    "queue/logical_block_size",
+    "queue/physical_block_size",
+    "queue/hw_sector_size",
+    "device/vendor",
+    "device/model",
+    "device/rev",
+)
+
+
+def capture(name: str) -> dict:
+    """The guest's own files a detector reads, verbatim, for test fixtures.
+
+    ``files`` maps a path to its text; ``links`` maps a symlink to where it
+    resolves (sysfs device paths carry the bus topology).
+    """
+    files, links = {}, {}
+    paths = list(CAPTURE_FILES)
+    paths += [f"/sys/class/dmi/id/{key}" for key in CAPTURE_DMI]
+    paths += [f"/sys/block/{name}/{key}" for key in CAPTURE_BLOCK]
+    for path in paths:
+        text = read(path)
+        if text is not None:
+            files[path] = text
+    for link in (f"/sys/block/{name}", f"/sys/block/{name}/device"):
+        links[link] = os.path.realpath(link)
+    return {"files": files, "links": links}
+
+
 def run_step(name: str, argv: list, log: list, timeout: float) -> int:
     """Run one command, keeping its output files and timing in the log."""
     started = uptime()
@@ -177,6 +228,8 @@ def main() -> int:
         result["errors"].append(f"no disk with serial {job['bench_serial']}")
     else:
         result["disk"] = disk_facts(bench)
+        with open(os.path.join(OUT_DIR, "capture.json"), "w") as handle:
+            json.dump(capture(bench), handle, indent=1)
         steps = result["steps"]
         if run_step("mkfs", ["mkfs.ext4", "-q", "-F", f"/dev/{bench}"], steps, 120):
             result["errors"].append("mkfs.ext4 failed")

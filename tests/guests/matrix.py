@@ -225,7 +225,7 @@ def _boot_one(guest, pyz, accel, pair_id, short, scratch, out, label) -> dict:
     )
     files = result["files"]
     guest_result = result["guest"] or {}
-    for name in ("detect.stderr", "run.stderr", "run.stdout"):
+    for name in ("detect.stdout", "detect.stderr", "run.stderr", "capture.json"):
         if name in files:
             (out / f"{label}.{name}").write_bytes(files[name])
     (out / f"{label}.console.log").write_text(result["console"])
