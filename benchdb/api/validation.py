@@ -21,6 +21,7 @@ from datetime import timedelta
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from benchdb.results.ingest import parse_direction
 from benchdb.results.models import METRIC_FIELDS
 from benchdb_agent import vocab
 
@@ -279,13 +280,6 @@ def _raw(errors, raw, pointer, parse, direction=None) -> None:
         _record(errors, rec, f"{pointer}/(parsed)/{i}")
 
 
-def parse_direction(raw: dict, test: dict) -> str | None:
-    """The direction a parser needs where the output does not say it (dd,
-    ioping -B): the raw's or the test's, if it is a single direction."""
-    direction = raw.get("direction") or test.get("direction")
-    return direction if direction in vocab.values(vocab.DIRECTION) else None
-
-
 def _test(errors, test, pointer, *, needs_raw, parse, seen_ids) -> None:
     if not isinstance(test, dict):
         errors.add(pointer, "must be an object")
@@ -304,6 +298,9 @@ def _test(errors, test, pointer, *, needs_raw, parse, seen_ids) -> None:
             errors.add(f"{pointer}/test_id", f"{test_id!r} appears twice")
         seen_ids.add(test_id)
     _choice(errors, test, "tool", pointer, vocab.TOOL, required=True)
+    _choice(
+        errors, test, "direction", pointer, (*vocab.values(vocab.DIRECTION), "mixed")
+    )
     _string(errors, test, "comparability_key", pointer, max_length=300)
     _string(errors, test, "tool_version", pointer, max_length=64)
     _string(errors, test, "title", pointer, max_length=200)

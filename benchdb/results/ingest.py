@@ -94,7 +94,9 @@ def decode_raw(raw: dict) -> str:
     raise ValueError(f"unknown raw encoding {encoding!r}")
 
 
-def _parse_direction(raw: dict, test: dict) -> str | None:
+def parse_direction(raw: dict, test: dict) -> str | None:
+    """The direction a parser needs where the output does not say it (dd,
+    ioping -B): the raw's or the test's, if it is a single direction."""
     direction = raw.get("direction") or test.get("direction")
     return direction if direction in ("read", "write", "trim") else None
 
@@ -118,7 +120,7 @@ def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict |
                     text,
                     raw.get("format"),
                     source=where,
-                    direction=_parse_direction(raw, test),
+                    direction=parse_direction(raw, test),
                 )
             except (ValueError, KeyError, OSError) as exc:
                 raise IngestError([{"pointer": where, "message": str(exc)}]) from exc

@@ -43,11 +43,15 @@ PROFILES = {
     },
 }
 SPEEDS = {"fast": [], "slow": ["--rate_iops=2000"]}
+# dd writes 4 MiB with O_DIRECT; GNU dd reports on stderr and does not say
+# whether it read or wrote, so the bundle's test carries the direction.
+DD_TESTS = {"dd-seqwrite-1m-direct": "write"}
 
 
 def comparability_key(test_id: str, options: dict) -> str:
     digest = hashlib.sha1(json.dumps(options, sort_keys=True).encode()).hexdigest()
-    return f"benchdb-standard/1|{test_id}|fio3|{digest}"
+    tool = "dd" if test_id in DD_TESTS else "fio3"
+    return f"benchdb-standard/1|{test_id}|{tool}|{digest}"
 
 
 class FioRuns:
@@ -59,6 +63,19 @@ class FioRuns:
 
     def output(self, test_id: str, speed: str, repeat: int) -> tuple[list[str], str]:
         key = (test_id, speed, repeat)
+        if key not in self.cache and test_id in DD_TESTS:
+            command = [
+                "dd",
+                "if=/dev/zero",
+                f"of={self.workdir / 'dd-test.bin'}",
+                "bs=1M",
+                "count=4",
+                "oflag=direct",
+            ]
+            done = subprocess.run(
+                command, capture_output=True, text=True, check=True, timeout=60
+            )
+            self.cache[key] = (command, done.stderr)
         if key not in self.cache:
             opts = PROFILES[test_id]
             command = [
@@ -101,13 +118,19 @@ def make_bundle(
     """A schema-shaped bundle whose repeats carry real fio outputs."""
     out_tests = []
     for test_id in tests:
-        options = {**PROFILES[test_id], "ioengine": "psync", "direct": 1}
+        is_dd = test_id in DD_TESTS
+        fmt = "dd" if is_dd else "fio-json"
+        direction = DD_TESTS.get(test_id)
+        if is_dd:
+            options = {"bs": "1M", "count": 4, "oflag": "direct"}
+        else:
+            options = {**PROFILES[test_id], "ioengine": "psync", "direct": 1}
         reps = []
         version = None
         command = []
         for index in range(repeats):
             command, text = fio.output(test_id, speed, index)
-            parsed = parsers.parse(text, "fio-json")
+            parsed = parsers.parse(text, fmt, direction=direction)
             version = parsed.get("tool_version")
             reps.append(
                 {
@@ -115,7 +138,7 @@ def make_bundle(
                     "started": datetime.now(UTC).isoformat(),
                     "records": parsed["records"],
                     "raw": {
-                        "format": "fio-json",
+                        "format": fmt,
                         "encoding": "gzip+base64",
                         "data": pack(text),
                     },
@@ -124,7 +147,8 @@ def make_bundle(
         out_tests.append(
             {
                 "test_id": test_id,
-                "tool": "fio",
+                "tool": "dd" if is_dd else "fio",
+                **({"direction": direction} if direction else {}),
                 "comparability_key": comparability_key(test_id, options),
                 "options": options,
                 "command": [str(c) for c in command],

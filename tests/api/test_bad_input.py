@@ -80,6 +80,7 @@ FIELD_CASES = [
     ("/tests/0/test_id", "fio randread; rm -rf", "/tests/0/test_id"),
     ("/tests/1/test_id", "fio-randread-4k-q1t1", "/tests/1/test_id"),
     ("/tests/0/tool", "bonnie", "/tests/0/tool"),
+    ("/tests/0/direction", "sideways", "/tests/0/direction"),
     ("/tests/0/repeats", [], "/tests/0/repeats"),
     ("/tests/0/extra_repeats", -1, "/tests/0/extra_repeats"),
     ("/tests/0/preconditioned", "no", "/tests/0/preconditioned"),
@@ -256,3 +257,18 @@ def test_it_throttles_submissions_per_address(api, good, monkeypatch):
         statuses.append(api.post(URL, doc, format="json").status_code)
     assert statuses == [202, 202, 429]
     assert Submission.objects.count() == 2
+
+
+def test_it_needs_the_direction_of_a_dd_test_to_parse_it(api, fio):
+    bundle = make_bundle(fio, tests=("dd-seqwrite-1m-direct",))
+    assert bundle["tests"][0]["direction"] == "write"
+    blind = copy.deepcopy(bundle)
+    del blind["tests"][0]["direction"]
+    before = counts()
+    response = api.post(URL, blind, format="json")
+    assert response.status_code == 400
+    error = response.json()["errors"][0]
+    assert error["pointer"] == "/tests/0/repeats/0/raw"
+    assert "read or write" in error["message"]
+    assert counts() == before
+    assert api.post(URL, bundle, format="json").status_code == 202

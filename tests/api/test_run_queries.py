@@ -194,3 +194,12 @@ def test_list_and_detail_queries_do_not_grow_with_the_data(api, fio):
         store_bundle(make_bundle(fio))
     assert queries("/api/v1/runs/") == list_small == 2  # count + page
     assert queries(f"/api/v1/runs/{big.pk}/") == detail_small
+
+
+def test_it_stores_a_dd_result_in_the_direction_the_test_names(api, fio):
+    bundle = make_bundle(fio, tests=("dd-seqwrite-1m-direct",), repeats=2)
+    run = store_bundle(bundle)
+    test = api.get(f"/api/v1/runs/{run.pk}/").json()["tests"][0]
+    assert test["tool"] == "dd" and test["main_direction"] == "write"
+    assert test["stats"]["write"]["io_bytes"]["mean"] == 4 * 1024 * 1024
+    assert test["iops_mean"] is None  # dd does not report IOPS: never invented
