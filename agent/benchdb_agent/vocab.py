@@ -183,10 +183,21 @@ TAG_VOCABULARIES = {
 # flushes, so data the guest believed durable can be lost on host power loss.
 CACHE_MODE_SAFETY = {
     "none": ("safe", "O_DIRECT on the host; guest flushes reach the disk."),
-    "writethrough": ("safe", "Every write is synced on the host; host page cache serves reads."),
-    "writeback": ("safe", "Host page cache holds writes until the guest flushes; reads may come from host RAM."),
-    "directsync": ("safe", "O_DIRECT and a sync on every write: the slowest and safest."),
-    "unsafe": ("unsafe", "Guest flushes are ignored: host power loss can lose data the guest believed written."),
+    "writethrough": (
+        "safe",
+        "Every write is synced on the host; the host page cache serves reads.",
+    ),
+    "writeback": (
+        "safe",
+        "The host page cache holds writes until the guest flushes; reads may "
+        "come from host RAM.",
+    ),
+    "directsync": ("safe", "O_DIRECT and a sync on every write: the slowest, safest."),
+    "unsafe": (
+        "unsafe",
+        "Guest flushes are ignored: host power loss can lose data the guest "
+        "believed written.",
+    ),
 }
 
 

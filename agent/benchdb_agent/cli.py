@@ -1,0 +1,443 @@
+"""benchdb-agent: run the standard VM disk benchmark suite and share the results.
+
+    benchdb-agent detect [--target DIR]            what the agent can see (JSON)
+    benchdb-agent host-config --qemu-pid PID ...   a VM's disk settings as tags
+    benchdb-agent run --target DIR [--upload URL]  run a profile, write a bundle
+    benchdb-agent parse FILE                       normalize any tool output
+    benchdb-agent import FILE...                   bundle existing tool outputs
+    benchdb-agent upload FILE... | --pending       send bundles (spooled on failure)
+
+Exit codes: 0 success, 1 the run or upload failed, 2 bad usage or input,
+3 refused for safety.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from . import (
+    __version__,
+    bundle,
+    detect,
+    hostconfig,
+    parsers,
+    runner,
+    safety,
+    suite,
+    vocab,
+)
+from . import upload as upload_mod
+
+EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
+
+
+def die(message: str, code: int = EXIT_USAGE) -> None:
+    sys.stderr.write(f"benchdb-agent: {message}\n")
+    raise SystemExit(code)
+
+
+def log(message: str) -> None:
+    sys.stderr.write(f"benchdb-agent: {message}\n")
+
+
+def parse_tags(items: list) -> dict:
+    tags = {}
+    for item in items or []:
+        if "=" not in item:
+            die(f"--tag {item!r}: expected key=value, e.g. --tag cache_mode=none")
+        key, value = item.split("=", 1)
+        problem = bundle.check_tag(key.strip(), value.strip())
+        if problem:
+            die(f"--tag {item!r}: {problem}")
+        tags[key.strip()] = value.strip()
+    return tags
+
+
+def cmd_detect(args) -> int:
+    env = detect.detect(args.target, include_identifiers=args.include_identifiers)
+    if args.target and args.tag:
+        problem = detect.check_declared_cache_mode(
+            parse_tags(args.tag).get("cache_mode"), env.get("cache_mode_evidence")
+        )
+        if problem:
+            env["cache_mode_contradiction"] = problem
+    print(json.dumps(env, indent=2))
+    return 0
+
+
+def cmd_host_config(args) -> int:
+    try:
+        if args.qemu_pid:
+            raw = Path(f"/proc/{args.qemu_pid}/cmdline").read_bytes()
+            argv = [a.decode() for a in raw.split(b"\0") if a]
+            tags = hostconfig.qemu_cmdline(argv, args.disk)
+        elif args.qemu_cmdline:
+            tags = hostconfig.qemu_cmdline(args.qemu_cmdline, args.disk)
+        elif args.proxmox_config:
+            storage = Path(args.storage_cfg).read_text() if args.storage_cfg else None
+            tags = hostconfig.proxmox(_read(args.proxmox_config), storage, args.disk)
+        elif args.libvirt_xml:
+            tags = hostconfig.libvirt(_read(args.libvirt_xml), args.disk)
+        elif args.xl_json:
+            tags = hostconfig.xen(_read(args.xl_json))
+        else:
+            die(
+                "name a source: --qemu-pid, --qemu-cmdline, --proxmox-config, "
+                "--libvirt-xml or --xl-json"
+            )
+    except (OSError, ValueError) as exc:
+        die(str(exc))
+    if args.format == "tags":
+        print(" ".join(f"--tag {k}={v}" for k, v in tags.items()))
+    else:
+        print(json.dumps(tags, indent=2))
+    return 0
+
+
+def _read(path: str) -> str:
+    return sys.stdin.read() if path == "-" else Path(path).read_text()
+
+
+def cmd_parse(args) -> int:
+    try:
+        text = _read(args.file)
+    except (OSError, UnicodeDecodeError) as exc:
+        die(f"{args.file}: {exc}")
+    try:
+        result = parsers.parse(
+            text, args.format, source=args.file, direction=args.direction
+        )
+    except parsers.ParseError as exc:
+        die(str(exc))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def cmd_import(args) -> int:
+    tags = parse_tags(args.tag)
+    doc = bundle.new_bundle(
+        role=args.role,
+        profile="custom",
+        environment={},
+        tags=tags,
+        pair_id=args.pair,
+        source="imported",
+    )
+    doc["suite"]["id"] = "imported"
+    doc["suite"]["version"] = "1"
+    tests = {}
+    for path in args.files:
+        try:
+            text = Path(path).read_text()
+            parsed = parsers.parse(
+                text, args.format, source=path, direction=args.direction
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            die(f"{path}: {exc}")
+        except parsers.ParseError as exc:
+            die(str(exc))
+        fmt = parsed["format"]
+        name = parsed["records"][0].get("job") or Path(path).stem
+        if args.test_id:
+            test_id = args.test_id
+        else:
+            test_id = (
+                "import-"
+                + parsed["tool"]
+                + "-"
+                + re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:80]
+            )
+        options = dict(parsed["records"][0].get("options") or {})
+        test = tests.setdefault(
+            test_id,
+            {
+                "test_id": test_id,
+                "tool": parsed["tool"],
+                "direction": parsed["records"][0]["direction"],
+                "title": name,
+                "group": "imported",
+                "options": options,
+                "tool_version": parsed.get("tool_version"),
+                "comparability_key": suite.comparability_key(
+                    test_id, parsed["tool"], options, parsed.get("tool_version")
+                ).replace(f"{suite.SUITE_ID}/{suite.SUITE_VERSION}", "imported/1"),
+                "repeats": [],
+            },
+        )
+        test["repeats"].append(
+            {
+                "index": len(test["repeats"]),
+                "records": parsed["records"],
+                "raw": bundle.encode_raw(text, fmt, args.direction),
+            }
+        )
+    doc["tests"] = list(tests.values())
+    return _emit(doc, args)
+
+
+def cmd_run(args) -> int:
+    tags = parse_tags(args.tag)
+    if args.pair is not None and not bundle.PAIR_RE.match(args.pair):
+        die("--pair: 1-64 characters of A-Z a-z 0-9 . _ -")
+    if args.device:
+        try:
+            safety.check_device(args.device, args.device_write_destroys_data)
+        except safety.SafetyError as exc:
+            die(str(exc), EXIT_REFUSED)
+        die(
+            "benchmarking a raw block device is refused by this version: "
+            "make a filesystem on it and pass its mount point as --target",
+            EXIT_REFUSED,
+        )
+    try:
+        size = runner.parse_size(args.size) if args.size else None
+    except ValueError as exc:
+        die(f"--size: {exc}")
+    try:
+        doc = runner.run_suite(
+            args.target,
+            args.profile,
+            role=args.role,
+            pair_id=args.pair,
+            tags=tags,
+            repeats=args.repeats,
+            max_repeats=args.max_repeats,
+            runtime=args.runtime,
+            size=size,
+            only=args.test,
+            allow_buffered=args.allow_buffered,
+            include_identifiers=args.include_identifiers,
+            ioping_count=args.ioping_count,
+        )
+    except safety.SafetyError as exc:
+        die(str(exc), EXIT_REFUSED)
+    except (runner.RunError, OSError) as exc:
+        die(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:
+        die("interrupted; test files removed", EXIT_FAILED)
+    for w in doc["warnings"]:
+        log(f"warning: {w['message']}")
+    return _emit(doc, args)
+
+
+def _emit(doc: dict, args) -> int:
+    problems = bundle.validate(doc)
+    if problems:
+        for pointer, message in problems:
+            log(f"bundle invalid at {pointer}: {message}")
+        return EXIT_FAILED
+    text = bundle.dump(doc)
+    if args.out:
+        tmp = args.out + ".tmp"
+        Path(tmp).write_text(text)
+        os.replace(tmp, args.out)
+        log(f"bundle written to {args.out}")
+    if args.json:
+        print(text)
+    code = 0
+    for server in args.upload or []:
+        code = max(code, _upload_one(text.encode(), doc["bundle_id"], server, args))
+    if not args.out and not args.json and not args.upload:
+        path = f"benchdb-{doc['bundle_id']}.json"
+        Path(path).write_text(text)
+        log(f"bundle written to {path}")
+    return code
+
+
+def _upload_one(body: bytes, bundle_id: str, server: str, args) -> int:
+    try:
+        answer = upload_mod.send(server, body, args.token, log=log)
+    except upload_mod.UploadError as exc:
+        if exc.final:
+            log(f"the server refused the bundle: {exc}")
+            return EXIT_FAILED
+        path = upload_mod.spool(
+            body, bundle_id, server, upload_mod.spool_dir(args.spool_dir)
+        )
+        log(f"could not send ({exc}); kept in {path}, resend with `upload --pending`")
+        return EXIT_FAILED
+    log(f"sent to {server}: {json.dumps(answer)}")
+    if answer.get("owner_key"):
+        log(
+            "keep this owner key to claim, edit or delete the run later: "
+            + answer["owner_key"]
+        )
+    return 0
+
+
+def cmd_upload(args) -> int:
+    spool = upload_mod.spool_dir(args.spool_dir)
+    items = []
+    if args.pending:
+        for path in upload_mod.pending(spool):
+            meta = path.with_suffix(".server")
+            server = meta.read_text().strip() if meta.exists() else None
+            items.append((path, [server] if server else args.server))
+    for f in args.files:
+        items.append((Path(f), args.server))
+    if not items:
+        log("nothing to send")
+        return 0
+    code = 0
+    for path, servers in items:
+        if not servers:
+            die(f"{path}: no server: pass --server URL")
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            log(f"{path}: not a bundle: {exc}")
+            code = EXIT_FAILED
+            continue
+        problems = bundle.validate(doc)
+        if problems:
+            log(f"{path}: invalid bundle at {problems[0][0]}: {problems[0][1]}")
+            code = EXIT_FAILED
+            continue
+        body = path.read_bytes()
+        for server in servers:
+            rc = _upload_one(body, doc["bundle_id"], server, args)
+            code = max(code, rc)
+            if rc == 0 and path.parent == spool:
+                path.unlink()
+                path.with_suffix(".server").unlink(missing_ok=True)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="benchdb-agent",
+        description="Run the standard VM disk benchmark suite (fio, ioping, dd) "
+        "in a guest or on its host, and share comparable results.",
+    )
+    p.add_argument(
+        "--version", action="version", version=f"benchdb-agent {__version__}"
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def tag_arg(sp):
+        sp.add_argument(
+            "--tag",
+            action="append",
+            metavar="KEY=VALUE",
+            help="what the guest cannot see, e.g. cache_mode=none, "
+            "storage_backend=lvm (keys: "
+            + ", ".join(sorted(vocab.TAG_VOCABULARIES))
+            + ")",
+        )
+
+    def out_args(sp):
+        sp.add_argument("--out", help="write the bundle to this file")
+        sp.add_argument("--json", action="store_true", help="print the bundle")
+        sp.add_argument(
+            "--upload",
+            action="append",
+            metavar="URL",
+            help="send the bundle to a benchdb server (repeatable)",
+        )
+        sp.add_argument(
+            "--token",
+            default=os.environ.get("BENCHDB_TOKEN"),
+            help="API token (or BENCHDB_TOKEN)",
+        )
+        sp.add_argument("--spool-dir", help="where unsent bundles wait")
+
+    d = sub.add_parser("detect", help="print what the agent can see, as JSON")
+    d.add_argument("--target", help="directory whose disk to describe")
+    d.add_argument("--include-identifiers", action="store_true")
+    tag_arg(d)
+    d.set_defaults(func=cmd_detect)
+
+    h = sub.add_parser("host-config", help="read a VM's disk configuration as tags")
+    src = h.add_mutually_exclusive_group(required=True)
+    src.add_argument("--qemu-pid", type=int)
+    src.add_argument("--qemu-cmdline")
+    src.add_argument("--proxmox-config", metavar="FILE", help="`qm config VMID` output")
+    src.add_argument("--libvirt-xml", metavar="FILE", help="`virsh dumpxml` output")
+    src.add_argument("--xl-json", metavar="FILE", help="`xl list -l DOMAIN` output")
+    h.add_argument("--storage-cfg", metavar="FILE", help="/etc/pve/storage.cfg")
+    h.add_argument("--disk", help="which disk (drive id, scsi0, target dev...)")
+    h.add_argument("--format", choices=["json", "tags"], default="json")
+    h.set_defaults(func=cmd_host_config)
+
+    r = sub.add_parser("run", help="run a profile of the suite")
+    r.add_argument("--target", required=True, help="directory on the disk to test")
+    r.add_argument("--profile", choices=suite.PROFILES, default="quick")
+    r.add_argument("--role", choices=vocab.values(vocab.ROLE), default="guest")
+    r.add_argument("--pair", help="id shared by a guest run and its host baseline")
+    r.add_argument(
+        "--repeats", type=_positive, help="repeats per test (default 3, full 5)"
+    )
+    r.add_argument("--max-repeats", type=_positive, help="cap when the spread is wide")
+    r.add_argument("--runtime", type=_positive, help="seconds per fio test")
+    r.add_argument("--size", help="test file size (default: twice the RAM, 1-16 GiB)")
+    r.add_argument("--ioping-count", type=_positive, help="ioping requests per test")
+    r.add_argument("--test", action="append", help="run only this test id (repeatable)")
+    r.add_argument(
+        "--allow-buffered",
+        action="store_true",
+        help="measure a target without O_DIRECT (figures marked buffered)",
+    )
+    r.add_argument("--device", help="a block device (refused unless blank)")
+    r.add_argument("--device-write-destroys-data", action="store_true")
+    r.add_argument(
+        "--include-identifiers",
+        action="store_true",
+        help="include hostname and machine UUID in the bundle",
+    )
+    tag_arg(r)
+    out_args(r)
+    r.set_defaults(func=cmd_run)
+
+    pa = sub.add_parser("parse", help="normalize a fio/ioping/dd output")
+    pa.add_argument("file", help="a file, or - for standard input")
+    pa.add_argument("--format", choices=parsers.FORMATS)
+    pa.add_argument(
+        "--direction",
+        choices=["read", "write", "trim"],
+        help="for dd and ioping -B, which do not print it",
+    )
+    pa.set_defaults(func=cmd_parse)
+
+    im = sub.add_parser("import", help="turn existing tool outputs into a bundle")
+    im.add_argument("files", nargs="+")
+    im.add_argument("--format", choices=parsers.FORMATS)
+    im.add_argument("--direction", choices=["read", "write", "trim"])
+    im.add_argument("--test-id", help="one test id for all files (they become repeats)")
+    im.add_argument("--role", choices=vocab.values(vocab.ROLE), default="guest")
+    im.add_argument("--pair")
+    tag_arg(im)
+    out_args(im)
+    im.set_defaults(func=cmd_import)
+
+    u = sub.add_parser("upload", help="send bundles; --pending resends spooled ones")
+    u.add_argument("files", nargs="*")
+    u.add_argument("--server", action="append", help="benchdb server URL (repeatable)")
+    u.add_argument("--pending", action="store_true")
+    u.add_argument("--token", default=os.environ.get("BENCHDB_TOKEN"))
+    u.add_argument("--spool-dir")
+    u.set_defaults(func=cmd_upload)
+    return p
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
