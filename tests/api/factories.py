@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import copy
 import gzip
-import hashlib
 import json
 import shutil
 import subprocess
@@ -19,22 +18,24 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from benchdb_agent import parsers
+from benchdb_agent import parsers, suite
 
 FIO = shutil.which("fio") or "fio"
 
-# fio jobs by test id: small enough to take well under a second each.
-# ``slow`` is the same random read capped at 2000 IOPS (fio's rate_iops), a
-# second "system" whose real measurements clearly differ from ``fast``.
+# fio jobs for test ids of the agent's suite, on tiny files so each takes well
+# under a second (the comparability key carries the options, so these never
+# mix with full-size runs).
+# ``slow`` is the same job capped at 300 IOPS (fio's rate_iops, like a
+# throttled virtual disk), a second "system" whose real measurements differ.
 PROFILES = {
-    "fio-randread-4k-q1t1": {
+    "fio-rand-read-4k-q1t1": {
         "rw": "randread",
         "bs": "4k",
         "iodepth": 1,
         "numjobs": 1,
         "size": "1m",
     },
-    "fio-randwrite-4k-q1t1": {
+    "fio-rand-write-4k-q1t1": {
         "rw": "randwrite",
         "bs": "4k",
         "iodepth": 1,
@@ -42,16 +43,10 @@ PROFILES = {
         "size": "1m",
     },
 }
-SPEEDS = {"fast": [], "slow": ["--rate_iops=2000"]}
-# dd writes 4 MiB with O_DIRECT; GNU dd reports on stderr and does not say
+SPEEDS = {"fast": [], "slow": ["--rate_iops=300"]}
+# dd writes 4 MiB and fdatasyncs; GNU dd reports on stderr and does not say
 # whether it read or wrote, so the bundle's test carries the direction.
-DD_TESTS = {"dd-seqwrite-1m-direct": "write"}
-
-
-def comparability_key(test_id: str, options: dict) -> str:
-    digest = hashlib.sha1(json.dumps(options, sort_keys=True).encode()).hexdigest()
-    tool = "dd" if test_id in DD_TESTS else "fio3"
-    return f"benchdb-standard/1|{test_id}|{tool}|{digest}"
+DD_TESTS = {"dd-write-1m-fdatasync": "write"}
 
 
 class FioRuns:
@@ -70,7 +65,7 @@ class FioRuns:
                 f"of={self.workdir / 'dd-test.bin'}",
                 "bs=1M",
                 "count=4",
-                "oflag=direct",
+                "conv=fdatasync",
             ]
             done = subprocess.run(
                 command, capture_output=True, text=True, check=True, timeout=60
@@ -106,7 +101,7 @@ def pack(text: str) -> str:
 def make_bundle(
     fio: FioRuns,
     *,
-    tests: tuple[str, ...] = ("fio-randread-4k-q1t1",),
+    tests: tuple[str, ...] = ("fio-rand-read-4k-q1t1",),
     speed: str = "fast",
     repeats: int = 3,
     role: str = "guest",
@@ -122,7 +117,7 @@ def make_bundle(
         fmt = "dd" if is_dd else "fio-json"
         direction = DD_TESTS.get(test_id)
         if is_dd:
-            options = {"bs": "1M", "count": 4, "oflag": "direct"}
+            options = {"bs": "1M", "count": "4", "conv": "fdatasync", "if": "/dev/zero"}
         else:
             options = {**PROFILES[test_id], "ioengine": "psync", "direct": 1}
         reps = []
@@ -149,7 +144,9 @@ def make_bundle(
                 "test_id": test_id,
                 "tool": "dd" if is_dd else "fio",
                 **({"direction": direction} if direction else {}),
-                "comparability_key": comparability_key(test_id, options),
+                "comparability_key": suite.comparability_key(
+                    test_id, "dd" if is_dd else "fio", options, version
+                ),
                 "options": options,
                 "command": [str(c) for c in command],
                 "tool_version": version or "",

@@ -30,7 +30,7 @@ def counts() -> tuple[int, ...]:
 
 @pytest.fixture
 def good(fio):
-    return make_bundle(fio, tests=("fio-randread-4k-q1t1", "fio-randwrite-4k-q1t1"))
+    return make_bundle(fio, tests=("fio-rand-read-4k-q1t1", "fio-rand-write-4k-q1t1"))
 
 
 def post_raw(api, body: bytes, content_type="application/json", **extra):
@@ -78,7 +78,7 @@ FIELD_CASES = [
     ("/tests", "fio", "/tests"),
     ("/tests/0/test_id", "", "/tests/0/test_id"),
     ("/tests/0/test_id", "fio randread; rm -rf", "/tests/0/test_id"),
-    ("/tests/1/test_id", "fio-randread-4k-q1t1", "/tests/1/test_id"),
+    ("/tests/1/test_id", "fio-rand-read-4k-q1t1", "/tests/1/test_id"),
     ("/tests/0/tool", "bonnie", "/tests/0/tool"),
     ("/tests/0/direction", "sideways", "/tests/0/direction"),
     ("/tests/0/repeats", [], "/tests/0/repeats"),
@@ -260,7 +260,7 @@ def test_it_throttles_submissions_per_address(api, good, monkeypatch):
 
 
 def test_it_needs_the_direction_of_a_dd_test_to_parse_it(api, fio):
-    bundle = make_bundle(fio, tests=("dd-seqwrite-1m-direct",))
+    bundle = make_bundle(fio, tests=("dd-write-1m-fdatasync",))
     assert bundle["tests"][0]["direction"] == "write"
     blind = copy.deepcopy(bundle)
     del blind["tests"][0]["direction"]

@@ -179,7 +179,7 @@ def test_it_lets_only_staff_moderate(runs, clients, who):
 
 def test_it_hides_a_run_from_lists_and_aggregates_but_says_why(runs, clients):
     run = runs["public"]
-    test_id = "fio-randread-4k-q1t1"
+    test_id = "fio-rand-read-4k-q1t1"
     agg_url = f"/api/v1/aggregates/?test_id={test_id}&metric=iops"
     assert clients["anonymous"].get(agg_url).json()["overall"]["count"] == 1
 

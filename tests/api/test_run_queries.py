@@ -17,7 +17,7 @@ from tests.api.factories import make_bundle, repeat_values
 
 pytestmark = pytest.mark.django_db
 
-READ = "fio-randread-4k-q1t1"
+READ = "fio-rand-read-4k-q1t1"
 
 
 @pytest.fixture
@@ -189,7 +189,7 @@ def test_list_and_detail_queries_do_not_grow_with_the_data(api, fio):
         queries("/api/v1/runs/"),
         queries(f"/api/v1/runs/{small.pk}/"),
     )
-    big = store_bundle(make_bundle(fio, tests=(READ, "fio-randwrite-4k-q1t1")))
+    big = store_bundle(make_bundle(fio, tests=(READ, "fio-rand-write-4k-q1t1")))
     for _ in range(4):
         store_bundle(make_bundle(fio))
     assert queries("/api/v1/runs/") == list_small == 2  # count + page
@@ -197,7 +197,7 @@ def test_list_and_detail_queries_do_not_grow_with_the_data(api, fio):
 
 
 def test_it_stores_a_dd_result_in_the_direction_the_test_names(api, fio):
-    bundle = make_bundle(fio, tests=("dd-seqwrite-1m-direct",), repeats=2)
+    bundle = make_bundle(fio, tests=("dd-write-1m-fdatasync",), repeats=2)
     run = store_bundle(bundle)
     test = api.get(f"/api/v1/runs/{run.pk}/").json()["tests"][0]
     assert test["tool"] == "dd" and test["main_direction"] == "write"

@@ -28,7 +28,7 @@ def test_it_turns_a_bundle_posted_with_a_token_into_a_run(
     celery_worker_process, fio, alice
 ):
     client = token_client(alice)
-    bundle = make_bundle(fio, tests=("fio-randread-4k-q1t1", "fio-randwrite-4k-q1t1"))
+    bundle = make_bundle(fio, tests=("fio-rand-read-4k-q1t1", "fio-rand-write-4k-q1t1"))
 
     response = client.post("/api/v1/submissions/", bundle, format="json")
 
@@ -48,8 +48,8 @@ def test_it_turns_a_bundle_posted_with_a_token_into_a_run(
     assert RawOutput.objects.filter(result__run=run).count() == 6
 
     detail = client.get(status["run_url"]).json()
-    test = next(t for t in detail["tests"] if t["test_id"] == "fio-randread-4k-q1t1")
-    expected = repeat_values(bundle, "fio-randread-4k-q1t1", "read", "iops")
+    test = next(t for t in detail["tests"] if t["test_id"] == "fio-rand-read-4k-q1t1")
+    expected = repeat_values(bundle, "fio-rand-read-4k-q1t1", "read", "iops")
     assert test["main_direction"] == "read"
     assert test["iops_mean"] == pytest.approx(statistics.mean(expected), rel=1e-12)
     stat = test["stats"]["read"]["iops"]
