@@ -8,8 +8,10 @@ use ``Run.objects`` querysets (``visible`` for lists and aggregates,
 
 from __future__ import annotations
 
+import json
 import uuid
 
+import jsonschema
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Prefetch, Q
@@ -53,6 +55,8 @@ from benchdb.results.models import (
 from benchdb.results.tasks import DUMP_COLUMNS, read_latest_dump, result_rows
 from benchdb.results.tasks import ingest as ingest_task
 from benchdb.results.vocab import Visibility
+from benchdb_agent import bundle as agent_bundle
+from benchdb_agent import parsers as agent_parsers
 from benchdb_agent import vocab as agent_vocab
 
 ERRORS = s.ErrorsSerializer
@@ -89,6 +93,39 @@ def readable_runs(request):
 
 
 # Submissions -----------------------------------------------------------------
+
+BUNDLE_SCHEMA = jsonschema.Draft202012Validator(
+    json.loads(agent_bundle.SCHEMA_PATH.read_text()),
+    format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
+)
+
+
+def contract_errors(doc, *, already: list[dict], staff: bool) -> list[dict]:
+    """The agent's own ``bundle.validate`` and the JSON Schema, as pointers.
+
+    The server's checks (``check_bundle``) come first; these add whatever the
+    contract says that they do not, one error per pointer.  Staff may upload
+    published reference figures, which the agent's contract does not allow.
+    """
+    seen = {e["pointer"] for e in already}
+    out = []
+
+    def add(pointer: str, message: str) -> None:
+        if pointer in seen or (staff and pointer == "/source"):
+            return
+        seen.add(pointer)
+        out.append({"pointer": pointer, "message": message[:500]})
+
+    for pointer, message in agent_bundle.validate(doc):
+        add(pointer, message)
+    if not already and not out:
+        for error in BUNDLE_SCHEMA.iter_errors(doc):
+            path = "".join(
+                "/" + str(p).replace("~", "~0").replace("/", "~1")
+                for p in error.absolute_path
+            )
+            add(path, error.message)
+    return out
 
 
 @extend_schema_view(
@@ -167,7 +204,10 @@ class SubmissionViewSet(
         errors = check_bundle(
             doc,
             allow_published=bool(user and user.is_staff),
-            parse=ingest.agent_parse(),
+            parse=agent_parsers.parse,
+        )
+        errors += contract_errors(
+            doc, already=errors, staff=bool(user and user.is_staff)
         )
         if errors:
             raise BundleInvalid(errors)

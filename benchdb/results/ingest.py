@@ -29,6 +29,8 @@ from benchdb.results.models import (
     Run,
 )
 from benchdb.results.vocab import DiskType, Role, Source, Visibility
+from benchdb_agent import parsers
+from benchdb_agent import suite as agent_suite
 
 # Tags copied onto Run columns as they are (already vocabulary-checked).
 RUN_TAG_COLUMNS = (
@@ -71,19 +73,6 @@ class IngestError(ValueError):
         self.errors = errors
 
 
-def agent_parse():
-    """The agent's ``parsers.parse``, imported on first use.
-
-    Imported here rather than at module level so that the web process (its
-    URLconf imports this module through the API views) starts even while the
-    agent package is being upgraded; ingest and submission validation call
-    it, and fail loudly (ImportError) if the agent is not installed.
-    """
-    from benchdb_agent import parsers
-
-    return parsers.parse
-
-
 def decode_raw(raw: dict) -> str:
     """The text of a bundle's ``raw`` object (``gzip+base64`` or ``plain``)."""
     encoding = raw.get("encoding", "plain")
@@ -116,7 +105,7 @@ def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict |
                 text = decode_raw(raw)
                 # dd and ioping -B do not say whether they read or wrote: the
                 # bundle names the direction of the test.
-                parsed = agent_parse()(
+                parsed = parsers.parse(
                     text,
                     raw.get("format"),
                     source=where,
@@ -297,8 +286,6 @@ def link_pair(run: Run) -> None:
 def _test_meta(test: dict) -> dict:
     """Catalogue facts about a test id (title, group, main direction)."""
     try:
-        from benchdb_agent import suite as agent_suite
-
         info = agent_suite.get_test(test["test_id"])
     except (KeyError, LookupError, AttributeError):
         info = None

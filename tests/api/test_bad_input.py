@@ -60,6 +60,8 @@ FIELD_CASES = [
     ("/bundle_id", 12, "/bundle_id"),
     ("/created", "yesterday", "/created"),
     ("/created", "2999-01-01T00:00:00Z", "/created"),
+    # Caught by the agent's own bundle.validate (the profile is required).
+    ("/suite", {"id": "benchdb-standard", "version": "1"}, "/suite"),
     ("/role", "hypervisor", "/role"),
     ("/source", "published", "/source"),
     ("/pair_id", "has spaces", "/pair_id"),
