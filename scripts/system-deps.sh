@@ -14,6 +14,7 @@ command -v qemu-img >/dev/null || need+=(qemu-utils)
 command -v busybox >/dev/null || need+=(busybox-static)
 command -v cpio >/dev/null || need+=(cpio)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
+command -v sfdisk >/dev/null || need+=(fdisk)
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
 
 [ ${#need[@]} -eq 0 ] && exit 0

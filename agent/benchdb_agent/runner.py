@@ -28,6 +28,9 @@ GiB = 2**30
 # above which more repeats are run, as the Phoronix Test Suite does.
 CV_THRESHOLD = 0.10
 IOPING_INTERVAL = "0.1"
+# RAM-backed filesystems: recent tmpfs even accepts O_DIRECT, so the probe
+# alone cannot tell.
+MEMORY_FILESYSTEMS = ("tmpfs", "ramfs", "devtmpfs", "hugetlbfs")
 TOOL_PACKAGES = {"fio": "fio", "ioping": "ioping", "dd": "coreutils"}
 
 
@@ -319,9 +322,14 @@ def run_suite(
     if missing:
         hint = safety.install_hint(missing, env["os"].get("id"))
         raise RunError(f"missing {', '.join(missing)}: install with `{hint}`")
-    direct = safety.supports_o_direct(target)
+    fs = (env.get("target") or {}).get("filesystem")
+    if fs in MEMORY_FILESYSTEMS and not allow_buffered:
+        raise RunError(
+            f"{target} is on {fs}, which lives in RAM: the figures would be memory "
+            "figures, not disk figures; choose a target on a disk filesystem"
+        )
+    direct = safety.supports_o_direct(target) and fs not in MEMORY_FILESYSTEMS
     if not direct and not allow_buffered:
-        fs = env.get("target", {}).get("filesystem")
         raise RunError(
             f"{target} ({fs}) does not support O_DIRECT, so the page cache would be "
             "measured instead of the disk; choose a target on a disk filesystem "

@@ -1,0 +1,176 @@
+"""benchdb-agent run with the real fio, ioping and dd on a small file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from benchdb_agent import bundle, suite
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "docs" / "bundle.schema.json").read_text())
+AGENT = [sys.executable, "-m", "benchdb_agent"]
+SHORT = [
+    "--size",
+    "16M",
+    "--runtime",
+    "1",
+    "--repeats",
+    "2",
+    "--max-repeats",
+    "3",
+    "--ioping-count",
+    "3",
+]
+
+
+@pytest.fixture(scope="module")
+def quick_bundle(tmp_path_factory):
+    target = tmp_path_factory.mktemp("target")
+    out = tmp_path_factory.mktemp("out") / "bundle.json"
+    proc = subprocess.run(
+        [
+            *AGENT,
+            "run",
+            "--target",
+            str(target),
+            "--profile",
+            "quick",
+            *SHORT,
+            "--tag",
+            "cache_mode=none",
+            "--tag",
+            "storage_backend=lvm",
+            "--pair",
+            "p-1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return target, json.loads(out.read_text()), proc.stderr
+
+
+def test_quick_profile_bundle_is_valid_and_complete(quick_bundle):
+    target, doc, _log = quick_bundle
+    jsonschema.validate(doc, SCHEMA)
+    assert bundle.validate(doc) == []
+    ids = [t["test_id"] for t in doc["tests"]]
+    assert ids == [t["test_id"] for t in suite.tests_for("quick")]
+    assert doc["pair_id"] == "p-1" and doc["tags"]["storage_backend"] == "lvm"
+    for test in doc["tests"]:
+        assert test["warmup_discarded"] is True
+        assert 2 <= len(test["repeats"]) <= 3
+        assert test["extra_repeats"] == len(test["repeats"]) - 2
+        assert test["comparability_key"].startswith(
+            "benchdb-standard/1|" + test["test_id"]
+        )
+        for rep in test["repeats"]:
+            (rec,) = [r for r in rep["records"] if r["direction"] == test["direction"]]
+            main = rec["bw_bytes"] if test["tool"] == "dd" else rec["iops"]
+            assert main > 0
+            # The raw output re-parses to the same records (the server's check).
+            from benchdb_agent import parsers
+
+            text = bundle.decode_raw(rep["raw"])
+            again = parsers.parse(
+                text, rep["raw"]["format"], direction=test["direction"]
+            )
+            assert again["records"] == rep["records"]
+    # Test files are gone, the small-file warning is there.
+    assert list(target.iterdir()) == []
+    codes = {w["code"] for w in doc["warnings"]}
+    assert "small-test-file" in codes
+
+
+def test_progress_is_plain_lines_off_a_terminal(quick_bundle):
+    _target, doc, log = quick_bundle
+    assert "[1/" in log and "\r" not in log
+    assert "fio-rand-read-4k-q32t1 repeat 1" in log
+
+
+def test_sigterm_removes_the_test_file(tmp_path):
+    proc = subprocess.Popen(
+        [
+            *AGENT,
+            "run",
+            "--target",
+            str(tmp_path),
+            "--size",
+            "16M",
+            "--runtime",
+            "5",
+            "--repeats",
+            "2",
+            "--out",
+            str(tmp_path.parent / "never.json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(tmp_path.glob("benchdb-test.*")):
+        time.sleep(0.1)
+    assert list(tmp_path.glob("benchdb-test.*")), "the run never created its file"
+    time.sleep(1.5)  # inside a fio test now
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert proc.returncode != 0
+    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path.parent / "never.json").exists()
+
+
+def test_tmpfs_target_is_refused_not_measured(tmp_path):
+    shm = Path("/dev/shm")
+    target = shm / f"benchdb-test-{os.getpid()}"
+    target.mkdir()
+    try:
+        out = tmp_path / "b.json"
+        proc = subprocess.run(
+            [*AGENT, "run", "--target", str(target), *SHORT, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 1
+        assert "tmpfs" in proc.stderr and "not disk figures" in proc.stderr
+        assert not out.exists()
+        assert list(target.iterdir()) == []
+    finally:
+        target.rmdir()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tag", "cache_mode=fast"], "is not one of"),
+        (["--tag", "colour=red"], "unknown tag"),
+        (["--tag", "novalue"], "expected key=value"),
+        (["--repeats", "0"], "at least 1"),
+        (["--size", "lots"], "not a size"),
+        (["--pair", "bad pair!"], "--pair"),
+        (["--profile", "huge"], "invalid choice"),
+    ],
+)
+def test_bad_flags_exit_2_with_a_reason(tmp_path, args, message):
+    proc = subprocess.run(
+        [*AGENT, "run", "--target", str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert list(tmp_path.iterdir()) == []
