@@ -47,7 +47,6 @@ import tarfile
 import tempfile
 import time
 import uuid
-import zipapp
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -388,34 +387,17 @@ def _write_cpio(tree: Path, target: Path) -> None:
 def agent_zipapp(target: Path) -> Path:
     """Build benchdb-agent as a single-file zipapp at ``target``.
 
-    Uses the agent's own build script when it has one, so the guest runs
-    exactly what users download.
+    Uses the agent's own builder, so the guest runs exactly the file the
+    server offers for download.
     """
-    script = ROOT / "agent" / "build_zipapp.py"
     target.parent.mkdir(parents=True, exist_ok=True)
-    if script.exists():
-        subprocess.run(
-            [sys.executable, str(script), "--output", str(target)],
-            check=True,
-            cwd=ROOT,
-            capture_output=True,
-        )
-        return target
-    with tempfile.TemporaryDirectory() as scratch:
-        shutil.copytree(
-            ROOT / "agent" / "benchdb_agent",
-            Path(scratch) / "benchdb_agent",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
-        zipapp.create_archive(
-            scratch, target, interpreter="/usr/bin/env python3", main=_agent_main()
-        )
+    subprocess.run(
+        [sys.executable, "-m", "benchdb_agent.zipapp_build", str(target)],
+        check=True,
+        cwd=ROOT,
+        capture_output=True,
+    )
     return target
-
-
-def _agent_main() -> str:
-    """The agent's entry point as ``module:function``."""
-    return "benchdb_agent.cli:main"
 
 
 def agent_command(pyz: Path | str, *args: str) -> list[str]:
