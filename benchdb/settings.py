@@ -95,7 +95,8 @@ TEMPLATES = [
 ]
 
 # PostgreSQL only.  Without DATABASE_URL, the embedded server from pgserver.
-if os.environ.get("DATABASE_URL"):
+DATABASE_IS_EMBEDDED = not os.environ.get("DATABASE_URL")
+if not DATABASE_IS_EMBEDDED:
     DATABASES = {
         "default": dj_database_url.parse(
             os.environ["DATABASE_URL"],
@@ -226,17 +227,47 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# Production security.  With DEBUG off, cookies are Secure and HSTS is sent
+# (browsers ignore it over http, and Django only sends it on https requests).
+# The redirect to https is off unless asked: TLS usually ends at a proxy in
+# front of gunicorn, and `make run` and the test suite speak plain http.  The
+# deploy check (`manage.py check --deploy`, benchdb/ops/checks.py) names what
+# is missing.  docker/.env.example turns the redirect and the proxy header on.
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "false")
+# The compose health checks call /health/ over plain http inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
+# Only behind a proxy that sets X-Forwarded-Proto itself (and strips a
+# client's): otherwise a client could claim https.
+if envbool("TRUST_X_FORWARDED_PROTO", "false"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", "false" if DEBUG else "true")
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", "false" if DEBUG else "true")
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", "false")
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "false")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+# Logs go to stdout (the container runtime collects them); LOG_FORMAT=json
+# writes one JSON object a line for a log pipeline.
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ValueError(f"LOG_FORMAT={LOG_FORMAT!r}: expected plain or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "benchdb.ops.logformat.JSONFormatter"},
     },
     "handlers": {
         "stdout": {
             "class": "logging.StreamHandler",
             "stream": sys.stdout,
-            "formatter": "plain",
+            "formatter": LOG_FORMAT,
         }
     },
     "root": {"handlers": ["stdout"], "level": os.environ.get("LOG_LEVEL", "INFO")},

@@ -1,0 +1,57 @@
+#!/bin/sh
+# The commands benchdb's containers run, one role each (docker/compose.yml):
+#   migrate  refuse an insecure configuration, apply migrations, load the
+#            reference data; a one-shot service, so migrations run once and
+#            not in every web or worker container
+#   web      gunicorn
+#   worker   a Celery worker (ingest and the other tasks)
+#   beat     Celery beat (the periodic public dump); run exactly one
+#   manage   any manage.py command, e.g. `manage create_api_token`
+# Anything else is run as given.  The test suite runs these same commands
+# without Docker (tests/deploy/test_entrypoint.py).
+set -eu
+cd "$(dirname "$0")/.."
+
+role="${1:-web}"
+[ "$#" -gt 0 ] && shift
+
+case "$role" in
+migrate)
+    python manage.py check --deploy
+    python manage.py migrate --noinput
+    if python manage.py help load_reference >/dev/null 2>&1; then
+        python manage.py load_reference
+    fi
+    ;;
+web)
+    # --max-requests bounds a slow leak; the jitter keeps workers from
+    # restarting together.
+    exec python -m gunicorn benchdb.wsgi:application \
+        --bind "${GUNICORN_BIND:-0.0.0.0:8000}" \
+        --workers "${WEB_CONCURRENCY:-2}" \
+        --timeout "${GUNICORN_TIMEOUT:-60}" \
+        --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
+        --max-requests 1000 --max-requests-jitter 100 \
+        --access-logfile - --error-logfile - \
+        "$@"
+    ;;
+worker)
+    exec python -m celery -A benchdb worker \
+        --loglevel "${LOG_LEVEL:-INFO}" \
+        --concurrency "${CELERY_WORKER_CONCURRENCY:-2}" \
+        --hostname "worker@%h" \
+        "$@"
+    ;;
+beat)
+    exec python -m celery -A benchdb beat \
+        --loglevel "${LOG_LEVEL:-INFO}" \
+        --schedule "${CELERY_BEAT_SCHEDULE_FILE:-var/celerybeat-schedule}" \
+        "$@"
+    ;;
+manage)
+    exec python manage.py "$@"
+    ;;
+*)
+    exec "$role" "$@"
+    ;;
+esac
