@@ -400,6 +400,9 @@ class CompareTestSerializer(serializers.Serializer):
     tool = serializers.CharField()
     comparability_key = serializers.CharField()
     direction = serializers.CharField(allow_null=True)
+    main_metric = serializers.CharField(
+        allow_null=True, help_text="The figure the suite says this test is about."
+    )
     metrics = CompareMetricSerializer(many=True)
 
 

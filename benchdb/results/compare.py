@@ -21,6 +21,7 @@ from django.db.models.aggregates import Aggregate
 
 from benchdb.results import stats
 from benchdb.results.models import METRIC_FIELDS, Measurement, Result, Run
+from benchdb_agent import suite as agent_suite
 
 # The figures a comparison shows for each test, in display order, with their
 # unit and whether a larger value is better.
@@ -234,6 +235,7 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
                 "tool": ref_result.tool,
                 "comparability_key": key,
                 "direction": direction,
+                "main_metric": main_metric(ref_result.test_id),
                 "metrics": metrics,
             }
         )
@@ -247,6 +249,17 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
         "tests": tests,
         "not_shared": not_shared,
     }
+
+
+def main_metric(test_id: str) -> str | None:
+    """The figure the suite catalogue says a test is about (``iops`` for 4k
+    random I/O, ``bw_bytes`` for sequential, ``lat_mean_ns`` for ioping), so
+    a chart can lead with it; None for tests outside the catalogue."""
+    try:
+        metric = agent_suite.get_test(test_id).get("metric")
+    except KeyError:
+        return None
+    return metric if metric in MAIN_METRICS else None
 
 
 def _sort_key(item: tuple[str, dict[int, Result]]) -> tuple:

@@ -63,6 +63,7 @@ def test_it_compares_means_intervals_deltas_and_significance(
     body = response.json()
     assert body["reference"] == fast.pk
     assert [t["test_id"] for t in body["tests"]] == [READ, WRITE]
+    assert {t["main_metric"] for t in body["tests"]} == {"iops"}
 
     a = repeat_values(bundles["fast"], READ, "read", "iops")
     b = repeat_values(bundles["slow"], READ, "read", "iops")
