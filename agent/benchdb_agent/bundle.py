@@ -17,35 +17,15 @@ import re
 import uuid
 from pathlib import Path
 
-from . import __version__, suite, vocab
+from . import __version__, parsers, suite, vocab
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "bundle.schema.json"
 PAIR_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 TEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
-RAW_FORMATS = (
-    "fio-json",
-    "fio-terse",
-    "fio-normal",
-    "ioping-human",
-    "ioping-batch",
-    "ioping-json",
-    "dd",
-)
-NUMERIC_KEYS = (
-    "iops",
-    "bw_bytes",
-    "io_bytes",
-    "runtime_s",
-    "lat_mean_ns",
-    "clat_mean_ns",
-    "clat_p50_ns",
-    "clat_p99_ns",
-    "clat_p99_9_ns",
-    "lat_min_ns",
-    "lat_max_ns",
-    "lat_stdev_ns",
-)
+# The raw formats are the parsers' formats; the metrics are the records'.
+RAW_FORMATS = parsers.FORMATS
+NUMERIC_KEYS = parsers.METRIC_KEYS
 
 
 def now() -> str:

@@ -23,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 
 from benchdb.results.ingest import parse_direction
 from benchdb.results.models import METRIC_FIELDS
-from benchdb_agent import vocab
+from benchdb_agent import parsers, vocab
 
 MAX_TESTS = 200
 MAX_REPEATS = 50
@@ -35,15 +35,7 @@ MAX_DEPTH = 12
 # A raw output decompressed: fio JSON of a large job file is a few hundred KiB.
 MAX_RAW_BYTES = 16 * 1024 * 1024
 
-RAW_FORMATS = (
-    "fio-json",
-    "fio-terse",
-    "fio-normal",
-    "ioping-human",
-    "ioping-batch",
-    "ioping-json",
-    "dd",
-)
+RAW_FORMATS = parsers.FORMATS
 RAW_ENCODINGS = ("gzip+base64", "plain")
 PROFILES = ("quick", "standard", "full", "custom")
 SUBMITTABLE_SOURCES = ("measured", "imported")

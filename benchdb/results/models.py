@@ -34,22 +34,11 @@ from benchdb.results.vocab import (
     Virtualization,
     Visibility,
 )
+from benchdb_agent.parsers import METRIC_KEYS
 
-# Numeric metrics of one measurement record, in the units their names carry.
-METRIC_FIELDS = (
-    "iops",
-    "bw_bytes",
-    "io_bytes",
-    "runtime_s",
-    "lat_mean_ns",
-    "clat_mean_ns",
-    "clat_p50_ns",
-    "clat_p99_ns",
-    "clat_p99_9_ns",
-    "lat_min_ns",
-    "lat_max_ns",
-    "lat_stdev_ns",
-)
+# Numeric metrics of one measurement record, in the units their names carry:
+# the agent's record keys, so a parsed record maps onto columns one to one.
+METRIC_FIELDS = METRIC_KEYS
 
 
 def hash_secret(secret: str) -> str:

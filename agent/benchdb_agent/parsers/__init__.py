@@ -13,9 +13,16 @@ from __future__ import annotations
 import re
 
 from . import dd, fio, ioping
-from .common import RECORD_KEYS, ParseError
+from .common import METRIC_KEYS, RECORD_KEYS, ParseError
 
-__all__ = ["FORMATS", "ParseError", "RECORD_KEYS", "detect_format", "parse"]
+__all__ = [
+    "FORMATS",
+    "METRIC_KEYS",
+    "ParseError",
+    "RECORD_KEYS",
+    "detect_format",
+    "parse",
+]
 
 FORMATS = (
     "fio-json",

@@ -11,10 +11,8 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-RECORD_KEYS = (
-    "tool",
-    "job",
-    "direction",
+# The numeric metrics of a record, in the units their names carry.
+METRIC_KEYS = (
     "iops",
     "bw_bytes",
     "io_bytes",
@@ -27,8 +25,8 @@ RECORD_KEYS = (
     "lat_min_ns",
     "lat_max_ns",
     "lat_stdev_ns",
-    "options",
 )
+RECORD_KEYS = ("tool", "job", "direction", *METRIC_KEYS, "options")
 DIRECTIONS = ("read", "write", "trim")
 
 # Byte units as tools print them.  SI prefixes are powers of 1000 (GNU dd's
