@@ -138,6 +138,7 @@ CAPTURE_FILES = (
     "/proc/mounts",
     "/etc/os-release",
     "/sys/hypervisor/type",
+    "/sys/devices/system/clocksource/clocksource0/current_clocksource",
 )
 CAPTURE_DMI = (
     "sys_vendor",
@@ -168,7 +169,10 @@ def capture(name: str) -> dict:
     """The guest's own files a detector reads, verbatim, for test fixtures.
 
     ``files`` maps a path to its text; ``links`` maps a symlink to where it
-    resolves (sysfs device paths carry the bus topology).
+    resolves (sysfs device paths carry the bus topology); ``drivers`` maps each
+    device directory above the disk that has a driver to the driver's name
+    and its ``class`` file (PCI functions have one), which is how an ATA
+    disk's controller (ahci or ata_piix) is told.
     """
     files, links = {}, {}
     paths = list(CAPTURE_FILES)
@@ -180,7 +184,17 @@ def capture(name: str) -> dict:
             files[path] = text
     for link in (f"/sys/block/{name}", f"/sys/block/{name}/device"):
         links[link] = os.path.realpath(link)
-    return {"files": files, "links": links}
+    drivers = {}
+    path = os.path.realpath(f"/sys/block/{name}/device")
+    while path.startswith("/sys/devices/") and path != "/sys/devices":
+        driver = os.path.join(path, "driver")
+        if os.path.islink(driver):
+            drivers[path] = {
+                "driver": os.path.basename(os.readlink(driver)),
+                "class": read(os.path.join(path, "class")),
+            }
+        path = os.path.dirname(path)
+    return {"files": files, "links": links, "drivers": drivers}
 
 
 def run_step(name: str, argv: list, log: list, timeout: float) -> int:
@@ -228,8 +242,6 @@ def main() -> int:
         result["errors"].append(f"no disk with serial {job['bench_serial']}")
     else:
         result["disk"] = disk_facts(bench)
-        with open(os.path.join(OUT_DIR, "capture.json"), "w") as handle:
-            json.dump(capture(bench), handle, indent=1)
         steps = result["steps"]
         if run_step("mkfs", ["mkfs.ext4", "-q", "-F", f"/dev/{bench}"], steps, 120):
             result["errors"].append("mkfs.ext4 failed")
@@ -238,6 +250,9 @@ def main() -> int:
             if run_step("mount", ["mount", f"/dev/{bench}", MOUNT], steps, 60):
                 result["errors"].append("mount failed")
             else:
+                # After the mount, so /proc/mounts shows the filesystem too.
+                with open(os.path.join(OUT_DIR, "capture.json"), "w") as handle:
+                    json.dump(capture(bench), handle, indent=1)
                 for command in job.get("commands", []):
                     argv = [a.replace("{target}", MOUNT) for a in command["argv"]]
                     argv = [a.replace("{out}", OUT_DIR) for a in argv]

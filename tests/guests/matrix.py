@@ -156,14 +156,28 @@ def run_matrix(
     out.mkdir(parents=True, exist_ok=True)
     guest = harness.build_guest()
     log(f"guest build: {guest['seconds']} s (cached: {guest['cached']})")
-    scratch = harness.cache_root() / "runs" / "matrix"
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    scratch.mkdir(parents=True)
-    pyz = harness.agent_zipapp(scratch / "benchdb-agent.pyz")
-    accel = harness.choose_accel(guest, scratch)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
     pair_id = f"guests-{stamp}-{uuid.uuid4().hex[:6]}"
+    # One folder per matrix run, so two runs on one machine never share
+    # images; removed at the end (the images are large and worth nothing).
+    scratch = harness.cache_root() / "runs" / pair_id
+    scratch.mkdir(parents=True)
+    try:
+        summary = _run_plan(guest, scratch, out, plan, pair_id, all_tests, log)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if server:
+        summary["uploads"] = upload_all(out, server)
+    summary["total_s"] = round(time.monotonic() - started, 3)
+    (out / "matrix.json").write_text(json.dumps(summary, indent=1))
+    log(f"matrix: {summary['total_s']} s in all; results in {out}")
+    return summary
+
+
+def _run_plan(guest, scratch, out, plan, pair_id, all_tests, log) -> dict:
+    """Boot every planned guest, then run the host baseline."""
+    pyz = harness.agent_zipapp(scratch / "benchdb-agent.pyz")
+    accel = harness.choose_accel(guest, scratch)
     short = run_options(all_tests)
     summary = {
         "pair_id": pair_id,
@@ -184,11 +198,6 @@ def run_matrix(
         )
     summary["host"] = _host_baseline(pyz, pair_id, short, scratch, out)
     log(f"host baseline: {summary['host']['seconds']} s rc {summary['host']['rc']}")
-    if server:
-        summary["uploads"] = upload_all(out, server)
-    summary["total_s"] = round(time.monotonic() - started, 3)
-    (out / "matrix.json").write_text(json.dumps(summary, indent=1))
-    log(f"matrix: {summary['total_s']} s in all; results in {out}")
     return summary
 
 
