@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
 from benchdb.results.ingest import store_bundle
+from benchdb.results.models import ApiToken
 from tests.api.factories import make_bundle
 
 pytestmark = pytest.mark.django_db
@@ -52,8 +53,9 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
 
 
 @pytest.fixture
-def seeded(db, fio):
-    """Two public runs, so list, detail and compare answers have content.
+def seeded(db, fio, staff):
+    """Two public runs of a staff user, and that user's token header, so
+    list, detail, compare, edit and moderation answers have content.
 
     Requests go through the real WSGI handler, which closes the database
     connection when a request ends; Django's test client stops that so the
@@ -62,10 +64,10 @@ def seeded(db, fio):
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
     try:
-        yield [
-            store_bundle(make_bundle(fio, tags={"cache_mode": mode}))
-            for mode in ("none", "writeback")
-        ]
+        for mode in ("none", "writeback"):
+            store_bundle(make_bundle(fio, tags={"cache_mode": mode}), owner=staff)
+        _token, key = ApiToken.issue(staff, "schemathesis")
+        yield {"Authorization": f"Token {key}"}
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
@@ -79,4 +81,6 @@ def seeded(db, fio):
     derandomize=False,
 )
 def test_the_api_keeps_its_schema_and_never_fails(case, seeded):
-    case.call_and_validate(checks=[not_a_server_error, response_schema_conformance])
+    case.call_and_validate(
+        headers=seeded, checks=[not_a_server_error, response_schema_conformance]
+    )
