@@ -237,6 +237,10 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": envint("PUBLIC_DUMP_INTERVAL_S", 24 * 3600),
     },
 }
+# beat keeps its last-run times in a file; not in the working directory.
+CELERY_BEAT_SCHEDULE_FILENAME = os.environ.get(
+    "CELERY_BEAT_SCHEDULE_FILENAME", str(embedded.var_dir() / "celerybeat-schedule")
+)
 
 # Production security.  With DEBUG off, cookies are Secure and HSTS is sent
 # (browsers ignore it over http, and Django only sends it on https requests).
