@@ -213,7 +213,7 @@ def _boot_one(guest, pyz, accel, pair_id, short, scratch, out, label) -> dict:
         except (harness.GuestError, subprocess.TimeoutExpired) as exc:
             tags, hc_argv = {}, None
             seen["error"] = str(exc)
-        seen["tags"], seen["argv"] = tags, hc_argv
+        seen["tags"], seen["argv"], seen["pid"] = tags, hc_argv, pid
         tag_args = []
         for key, value in sorted(tags.items()):
             tag_args += ["--tag", f"{key}={value}"]
@@ -279,6 +279,7 @@ def _boot_one(guest, pyz, accel, pair_id, short, scratch, out, label) -> dict:
         "step_seconds": steps,
         "host_config_tags": seen.get("tags"),
         "host_config_argv": seen.get("argv"),
+        "qemu_pid": seen.get("pid"),
         "host_config_error": seen.get("error"),
         "write_cache": guest_result.get("disk", {}).get("write_cache"),
         "guest_disk": guest_result.get("disk"),

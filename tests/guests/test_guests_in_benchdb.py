@@ -10,12 +10,13 @@ the API: what the server stored must be what the guests really were.
 from __future__ import annotations
 
 import json
+import urllib.request
 
 import pytest
 from rest_framework.test import APIClient
 
 from tests.conftest import wait_for
-from tests.guests import harness
+from tests.guests import harness, matrix
 
 pytestmark = [
     pytest.mark.guest,
@@ -41,6 +42,13 @@ def _post_all(client: APIClient, out) -> dict:
         bundle_id: wait_for(lambda u=url: finished(u), timeout=120, what=url)
         for bundle_id, url in status_urls.items()
     }
+
+
+def _finished_over_http(url: str) -> dict | None:
+    """The submission status read from the live server, once it is final."""
+    with urllib.request.urlopen(url, timeout=30) as response:
+        body = json.loads(response.read())
+    return body if body["status"] in ("done", "failed") else None
 
 
 def test_guest_runs_are_stored_as_booted_with_overhead_against_the_host(
@@ -77,13 +85,20 @@ def test_guest_runs_are_stored_as_booted_with_overhead_against_the_host(
             assert overhead["baseline_run"] == hosts[0]["id"]
 
 
-def test_cache_mode_aggregate_shows_all_five_modes(
-    results, boots, celery_worker_process
+def test_matrix_uploads_over_http_and_the_cache_mode_aggregate_shows_all_five(
+    results, boots, celery_worker_process, live_server
 ):
     summary, out = results
     client = APIClient()
-    statuses = _post_all(client, out)
-    assert all(s["status"] == "done" for s in statuses.values()), statuses
+    answers = matrix.upload_all(out, live_server.url)
+    assert [a["status"] for a in answers] == [202] * (len(boots) + 1), answers
+    for answer in answers:
+        status = wait_for(
+            lambda a=answer: _finished_over_http(a["status_url"]),
+            timeout=120,
+            what=answer["file"],
+        )
+        assert status["status"] == "done", (answer["file"], status)
     guest_bundle = json.loads((out / boots[0]["bundle"]).read_text())
     test_id = next(t["test_id"] for t in guest_bundle["tests"] if t["tool"] == "fio")
     response = client.get(
