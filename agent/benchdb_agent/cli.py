@@ -184,16 +184,14 @@ def cmd_run(args) -> int:
     tags = parse_tags(args.tag)
     if args.pair is not None and not bundle.PAIR_RE.match(args.pair):
         die("--pair: 1-64 characters of A-Z a-z 0-9 . _ -")
+    if not args.target and not args.device:
+        die("name what to test: --target DIR (or --device DEV)")
     if args.device:
         try:
             safety.check_device(args.device, args.device_write_destroys_data)
         except safety.SafetyError as exc:
             die(str(exc), EXIT_REFUSED)
-        die(
-            "benchmarking a raw block device is refused by this version: "
-            "make a filesystem on it and pass its mount point as --target",
-            EXIT_REFUSED,
-        )
+
     try:
         size = runner.parse_size(args.size) if args.size else None
     except ValueError as exc:
@@ -213,6 +211,7 @@ def cmd_run(args) -> int:
             allow_buffered=args.allow_buffered,
             include_identifiers=args.include_identifiers,
             ioping_count=args.ioping_count,
+            device=args.device,
         )
     except safety.SafetyError as exc:
         die(str(exc), EXIT_REFUSED)
@@ -365,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     h.set_defaults(func=cmd_host_config)
 
     r = sub.add_parser("run", help="run a profile of the suite")
-    r.add_argument("--target", required=True, help="directory on the disk to test")
+    r.add_argument("--target", help="directory on the disk to test")
     r.add_argument("--profile", choices=suite.PROFILES, default="quick")
     r.add_argument("--role", choices=vocab.values(vocab.ROLE), default="guest")
     r.add_argument("--pair", help="id shared by a guest run and its host baseline")

@@ -285,7 +285,7 @@ def _steal_and_load() -> tuple:
 
 
 def run_suite(
-    target: str,
+    target: str | None,
     profile: str = "quick",
     *,
     role: str = "guest",
@@ -300,8 +300,13 @@ def run_suite(
     include_identifiers: bool = False,
     ioping_count: int | None = None,
     progress_stream=None,
+    device: str | None = None,
 ) -> dict:
-    """Run a profile against a target directory and return the bundle."""
+    """Run a profile against a target directory and return the bundle.
+
+    With ``device`` (already passed by safety.check_device), the tests run on
+    that blank block device instead of a file in ``target``.
+    """
     tags = dict(tags or {})
     tests = suite.tests_for(profile)
     if only:
@@ -314,7 +319,23 @@ def run_suite(
     max_repeats = max_repeats or max(repeats * 2, 5)
     runtime = runtime or defaults["runtime"]
     ioping_count = ioping_count or defaults["ioping_count"]
-    if not os.path.isdir(target):
+    if device:
+        return _run_device(
+            device,
+            tests,
+            profile,
+            role,
+            pair_id,
+            tags,
+            repeats,
+            max_repeats,
+            runtime,
+            size,
+            include_identifiers,
+            ioping_count,
+            progress_stream,
+        )
+    if not target or not os.path.isdir(target):
         raise RunError(f"{target} is not a directory (use --device for a block device)")
     env = detect.detect(target, include_identifiers=include_identifiers)
     needed = sorted({t["tool"] for t in tests})
@@ -347,41 +368,79 @@ def run_suite(
     versions = {tool: tool_version(tool) for tool in needed}
     path = os.path.join(target, f"benchdb-test.{os.getpid()}.bin")
     dd_path = os.path.join(target, f"benchdb-dd.{os.getpid()}.bin")
-    steal0, total0, _ = _steal_and_load()
     progress = Progress(1 + len(tests) * (1 + repeats), progress_stream)
+    layout = [
+        "fio",
+        "--name=layout",
+        f"--filename={path}",
+        f"--size={size}",
+        "--rw=write",
+        "--bs=1m",
+        "--direct=1" if direct else "--direct=0",
+        "--ioengine=psync",
+        "--output-format=json",
+    ]
+    settings = (size, runtime, repeats, max_repeats, ioping_count, direct)
     with Cleanup() as cleanup:
         cleanup.add(path)
         cleanup.add(dd_path)
         progress.step(f"laying out the {size // MiB} MiB test file")
-        layout = [
-            "fio",
-            "--name=layout",
-            f"--filename={path}",
-            f"--size={size}",
-            "--rw=write",
-            "--bs=1m",
-            "--direct=1" if direct else "--direct=0",
-            "--ioengine=psync",
-            "--output-format=json",
-        ]
         run_tool(layout, timeout=3600)
-        for test in tests:
-            doc["tests"].append(
-                _run_test(
-                    test,
-                    path,
-                    dd_path,
-                    size,
-                    runtime,
-                    repeats,
-                    max_repeats,
-                    ioping_count,
-                    direct,
-                    versions,
-                    progress,
-                    cleanup,
-                )
-            )
+        _run_all(doc, tests, path, dd_path, settings, versions, progress)
+    return doc
+
+
+def _run_device(
+    device,
+    tests,
+    profile,
+    role,
+    pair_id,
+    tags,
+    repeats,
+    max_repeats,
+    runtime,
+    size,
+    include_identifiers,
+    ioping_count,
+    progress_stream,
+):
+    """The suite on a blank block device: the tests write the device itself."""
+    with open(device, "rb") as fh:
+        device_bytes = fh.seek(0, os.SEEK_END)
+    size = min(size or device_bytes, device_bytes)
+    env = detect.detect(None, include_identifiers=include_identifiers)
+    name = os.path.basename(os.path.realpath(device))
+    env["target"] = {
+        "path": device,
+        "device": name,
+        "kind": "block-device",
+        "size_bytes": device_bytes,
+    }
+    if os.path.exists(f"/sys/block/{name}"):
+        env["target"]["disk_bus"] = detect.disk_bus(name, detect.Path("/"))[0]
+        env["target"]["write_cache"] = detect.read(
+            detect.Path("/"), f"/sys/block/{name}/queue/write_cache"
+        )
+    env["cache_mode_evidence"] = detect.cache_mode_evidence(env["target"])
+    doc = bundle_mod.new_bundle(
+        role=role, profile=profile, environment=env, tags=tags, pair_id=pair_id
+    )
+    doc["warnings"] = _warnings_for(env, tags, size, True)
+    doc["environment"]["test_file_bytes"] = size
+    versions = {tool: tool_version(tool) for tool in sorted({t["tool"] for t in tests})}
+    progress = Progress(len(tests) * (1 + repeats), progress_stream)
+    settings = (size, runtime, repeats, max_repeats, ioping_count, True)
+    _run_all(doc, tests, device, device, settings, versions, progress)
+    return doc
+
+
+def _run_all(doc, tests, path, dd_path, settings, versions, progress) -> None:
+    steal0, total0, _ = _steal_and_load()
+    for test in tests:
+        doc["tests"].append(
+            _run_test(test, path, dd_path, settings, versions, progress)
+        )
     progress.close()
     steal1, total1, load = _steal_and_load()
     if steal0 is not None and steal1 is not None and total1 and total1 > total0:
@@ -397,23 +456,10 @@ def run_suite(
             )
     if load is not None:
         doc["environment"]["load_average"] = load
-    return doc
 
 
-def _run_test(
-    test,
-    path,
-    dd_path,
-    size,
-    runtime,
-    repeats,
-    max_repeats,
-    ioping_count,
-    direct,
-    versions,
-    progress,
-    cleanup,
-) -> dict:
+def _run_test(test, path, dd_path, settings, versions, progress) -> dict:
+    size, runtime, repeats, max_repeats, ioping_count, direct = settings
     tool = test["tool"]
     if tool == "fio":
         cmd = fio_command(test, path, size, runtime)
@@ -464,8 +510,8 @@ def _run_test(
         progress.step(f"{test['test_id']} {label}")
         started = bundle_mod.now()
         text = run_tool(cmd, timeout)
-        if tool == "dd":
-            os.unlink(dd_path)
+        if tool == "dd" and dd_path != path:
+            os.unlink(dd_path)  # its own file; on a device dd wrote the device
         parsed = parsers.parse(
             text, fmt, source=test["test_id"], direction=test["direction"]
         )

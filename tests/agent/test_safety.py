@@ -97,3 +97,60 @@ def test_install_hint_names_the_distribution():
         safety.install_hint(["fio", "ioping"], "debian") == "apt-get install fio ioping"
     )
     assert "dnf" in safety.install_hint(["fio"], "fedora")
+
+
+def test_a_blank_device_is_measured_when_asked(tmp_path):
+    img = image(tmp_path, size=64 * 2**20)
+    out = tmp_path / "device.json"
+    proc = subprocess.run(
+        [
+            *AGENT,
+            "run",
+            "--device",
+            str(img),
+            "--device-write-destroys-data",
+            "--runtime",
+            "1",
+            "--repeats",
+            "2",
+            "--ioping-count",
+            "3",
+            "--test",
+            "fio-rand-read-4k-q1t1",
+            "--test",
+            "ioping-write-4k",
+            "--test",
+            "dd-write-1m-fdatasync",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["target"]["kind"] == "block-device"
+    assert [t["test_id"] for t in doc["tests"]] == [
+        "fio-rand-read-4k-q1t1",
+        "ioping-write-4k",
+        "dd-write-1m-fdatasync",
+    ]
+    assert all(r["records"][0]["lat_mean_ns"] > 0 for r in doc["tests"][0]["repeats"])
+    assert img.exists()  # the device is written, never removed
+
+
+def test_missing_tools_name_the_install_command(tmp_path):
+    env = {"PATH": str(tmp_path)}  # no fio, ioping or dd on it
+    proc = subprocess.run(
+        [*AGENT, "run", "--target", str(tmp_path), "--size", "16M"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert "missing" in proc.stderr and "install" in proc.stderr
+    assert "fio" in proc.stderr
