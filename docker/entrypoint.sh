@@ -45,7 +45,6 @@ worker)
 beat)
     exec python -m celery -A benchdb beat \
         --loglevel "${LOG_LEVEL:-INFO}" \
-        --schedule "${CELERY_BEAT_SCHEDULE_FILE:-var/celerybeat-schedule}" \
         "$@"
     ;;
 manage)

@@ -19,6 +19,10 @@ from tests.deploy.conftest import ROOT, production_env
 # Django's own deploy warnings that production settings must not raise.
 SECURITY_WARNINGS = ("W004", "W008", "W009", "W012", "W016", "W018", "W020")
 
+# pytest-django creates the test database only for a session whose tests ask
+# for it; the subprocesses here use that database.
+pytestmark = pytest.mark.django_db
+
 
 def check_deploy(env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(

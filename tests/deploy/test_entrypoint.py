@@ -29,6 +29,10 @@ from tests.deploy.conftest import (
     with_test_broker,
 )
 
+# pytest-django creates the test database only for a session whose tests ask
+# for it; the subprocesses here use that database.
+pytestmark = pytest.mark.django_db
+
 
 def stop(proc: subprocess.Popen) -> None:
     proc.terminate()
@@ -178,7 +182,7 @@ def test_gunicorn_serves_health_and_pages(gunicorn):
     assert probe.returncode == 0, probe.stderr
 
     status, headers, body = get(base + "/")
-    assert status == 200
+    assert status == 200, log.read_text()[-3000:]
     assert headers["Strict-Transport-Security"].startswith("max-age=31536000")
     assert headers["X-Content-Type-Options"] == "nosniff"
     assert headers["X-Frame-Options"] == "DENY"
