@@ -336,7 +336,11 @@ def _host_baseline(pyz, pair_id, short, scratch, out) -> dict:
 
 
 def upload_all(out: Path, server: str) -> list[dict]:
-    """POST every bundle in ``out`` to a benchdb; returns the answers."""
+    """POST every bundle in ``out`` to a benchdb; returns the answers.
+
+    Each answer is the server's JSON (``id``, ``status``, ``status_url``...)
+    plus ``file`` and ``http_status`` (202 new, 200 seen before, 4xx refused).
+    """
     answers = []
     url = server.rstrip("/") + "/api/v1/submissions/"
     for path in sorted(out.glob("*.bundle.json")):
@@ -348,13 +352,17 @@ def upload_all(out: Path, server: str) -> list[dict]:
         )
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
+                body = json.loads(response.read())
                 answers.append(
-                    {"file": path.name, "status": response.status}
-                    | json.loads(response.read())
+                    {**body, "file": path.name, "http_status": response.status}
                 )
         except urllib.error.HTTPError as exc:
             answers.append(
-                {"file": path.name, "status": exc.code, "error": exc.read().decode()}
+                {
+                    "file": path.name,
+                    "http_status": exc.code,
+                    "error": exc.read().decode(errors="replace"),
+                }
             )
     return answers
 
@@ -386,6 +394,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = [b["label"] for b in summary["boots"] if b["errors"]]
     if summary["host"]["rc"] != 0:
         failed.append("host")
+    for answer in summary.get("uploads", []):
+        if answer["http_status"] not in (200, 202):
+            failed.append(f"upload of {answer['file']}: {answer.get('error')}")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1

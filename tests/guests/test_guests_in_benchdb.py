@@ -91,7 +91,7 @@ def test_matrix_uploads_over_http_and_the_cache_mode_aggregate_shows_all_five(
     summary, out = results
     client = APIClient()
     answers = matrix.upload_all(out, live_server.url)
-    assert [a["status"] for a in answers] == [202] * (len(boots) + 1), answers
+    assert [a["http_status"] for a in answers] == [202] * (len(boots) + 1), answers
     for answer in answers:
         status = wait_for(
             lambda a=answer: _finished_over_http(a["status_url"]),
