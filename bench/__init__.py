@@ -1,0 +1,1 @@
+"""Speed and memory figures for benchdb (``python -m bench``)."""
