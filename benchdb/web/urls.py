@@ -1,9 +1,28 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from benchdb.web import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("runs/", views.run_list, name="run-list"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path(
+        "runs/<int:pk>/raw/<int:result_id>/<int:repeat>/",
+        views.raw_output,
+        name="raw-output",
+    ),
+    path("compare/", views.compare, name="compare"),
+    path("compare/csv/", views.compare_csv, name="compare-csv"),
+    path("compare/save/", views.compare_save, name="compare-save"),
     path("c/<slug:slug>", views.comparison_share, name="comparison-share"),
+    path("reports/cache-modes/", views.cache_mode_report, name="report-cache-modes"),
+    path("reports/overhead/", views.overhead_report, name="report-overhead"),
+    path("submit/", views.submit, name="submit"),
+    path("agent/benchdb-agent.pyz", views.agent_download, name="agent-download"),
+    path("tokens/", views.token_create, name="token-create"),
+    path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -1,26 +1,680 @@
-"""Server-rendered pages."""
+"""Server-rendered pages.  Same querysets, filters and statistics as the API.
+
+Charts get their data as JSON through ``json_script`` and are drawn by one
+small script per page (static/js/); the tables carry every number, so the
+pages work without JavaScript.
+"""
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404, render
+import csv
+import gzip
+from collections import defaultdict
+from functools import lru_cache
 
-from benchdb.results.models import Comparison, Run
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import UserCreationForm
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from benchdb.results import compare as compare_mod
+from benchdb.results.filters import RunFilterSet
+from benchdb.results.models import (
+    ApiToken,
+    Comparison,
+    Hardware,
+    Measurement,
+    RawOutput,
+    Result,
+    Run,
+)
+from benchdb.results.vocab import FACETS, HARDWARE_FACETS
+from benchdb.web.templatetags.benchdb_format import human
+from benchdb_agent import vocab as agent_vocab
+
+MAX_COMPARE = 12
+CACHE_ORDER = ["none", "writethrough", "writeback", "directsync", "unsafe"]
 
 
 def home(request):
     runs = Run.objects.visible()
+    facet_counts = {}
+    for field in ("cache_mode", "storage_backend", "platform"):
+        choices = dict(FACETS[field].choices)
+        facet_counts[field] = [
+            (row[field], choices.get(row[field], row[field]), row["n"])
+            for row in runs.values(field).annotate(n=Count("id")).order_by("-n", field)
+        ]
+    disk_choices = dict(HARDWARE_FACETS["disk_type"].choices)
+    facet_counts["disk_type"] = [
+        (
+            row["hardware__disk_type"],
+            disk_choices.get(row["hardware__disk_type"]),
+            row["n"],
+        )
+        for row in runs.exclude(hardware=None)
+        .values("hardware__disk_type")
+        .annotate(n=Count("id"))
+        .order_by("-n")
+    ]
+    published = runs.filter(source="published").order_by("citation", "id")
+    datasets = defaultdict(list)
+    for run in published.only("id", "title", "citation", "cache_mode"):
+        datasets[run.citation].append(run)
     context = {
         "run_count": runs.count(),
+        "system_count": Hardware.objects.filter(runs__in=runs).distinct().count(),
         "latest": runs.for_list()[:10],
+        "facet_counts": facet_counts,
+        "datasets": [
+            {"citation": c, "runs": rs, "compare": ",".join(str(r.pk) for r in rs)}
+            for c, rs in datasets.items()
+        ],
     }
     return render(request, "web/home.html", context)
 
 
+def run_list(request):
+    base = Run.objects.visible().for_list()
+    filterset = RunFilterSet(request.GET, queryset=base)
+    if not filterset.is_valid():
+        return render(
+            request,
+            "web/runs.html",
+            {"filterset": filterset, "errors": filterset.errors},
+            status=400,
+        )
+    qs = filterset.qs
+    facets = []
+    all_facets = {**FACETS, **HARDWARE_FACETS}
+    selected = {name: request.GET.getlist(name) for name in all_facets}
+    for name, choices in all_facets.items():
+        column = f"hardware__{name}" if name in HARDWARE_FACETS else name
+        labels = dict(choices.choices)
+        counts = qs.values(column).annotate(n=Count("id", distinct=True)).order_by("-n")
+        facets.append(
+            {
+                "name": name,
+                "label": name.replace("_", " "),
+                "options": [
+                    {
+                        "value": row[column],
+                        "label": labels.get(row[column], row[column]),
+                        "n": row["n"],
+                        "checked": row[column] in selected[name],
+                    }
+                    for row in counts
+                    if row[column] is not None
+                ],
+            }
+        )
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "web/runs.html",
+        {
+            "filterset": filterset,
+            "facets": facets,
+            "page": page,
+            "query": query.urlencode(),
+            "ordering": request.GET.get("ordering", ""),
+            "q": request.GET.get("q", ""),
+        },
+    )
+
+
+def _readable_run(request, pk: int) -> Run:
+    return get_object_or_404(Run.objects.readable_by(request.user).for_list(), pk=pk)
+
+
 def run_detail(request, pk: int):
-    run = get_object_or_404(Run.objects.readable_by(request.user), pk=pk)
-    return render(request, "web/run_detail.html", {"run": run})
+    run = _readable_run(request, pk)
+    if run.hidden and not (request.user.is_staff or run.owner_id == request.user.pk):
+        return render(request, "web/run_hidden.html", {"run": run}, status=410)
+    results = list(
+        run.results.order_by("group", "test_id").prefetch_related(
+            Prefetch("measurements", queryset=Measurement.objects.order_by("repeat"))
+        )
+    )
+    baseline = {}
+    if run.baseline_id:
+        baseline = {
+            r.comparability_key: r
+            for r in Result.objects.filter(run_id=run.baseline_id)
+        }
+    raw = defaultdict(set)
+    for result_id, repeat in RawOutput.objects.filter(result__run=run).values_list(
+        "result_id", "repeat"
+    ):
+        raw[result_id].add(repeat)
+    rows, charts = [], defaultdict(list)
+    for res in results:
+        direction = (res.stats or {}).get("main_direction")
+        summary = ((res.stats or {}).get("directions") or {}).get(direction) or {}
+        metric = compare_mod.main_metric(res.test_id) or _first_metric(summary)
+        main = summary.get(metric) or {}
+        host = baseline.get(res.comparability_key)
+        overhead = None
+        if host and metric:
+            host_summary = ((host.stats or {}).get("directions") or {}).get(
+                direction, {}
+            )
+            host_mean = (host_summary.get(metric) or {}).get("mean")
+            if host_mean and main.get("mean") is not None:
+                overhead = (main["mean"] / host_mean - 1) * 100
+        rows.append(
+            {
+                "result": res,
+                "metric": metric,
+                "summary": main,
+                "overhead": overhead,
+                "repeats": list(res.measurements.all()),
+                "raw_repeats": raw[res.pk],
+            }
+        )
+        if metric and main.get("mean") is not None:
+            charts[metric].append(
+                {
+                    "label": res.title or res.test_id,
+                    "mean": main["mean"],
+                    "low": main.get("ci95_low"),
+                    "high": main.get("ci95_high"),
+                }
+            )
+    chart_data = [
+        {
+            "title": _metric_title(metric),
+            "unit": _unit(metric),
+            "scale": _scale(metric),
+            "bars": bars,
+        }
+        for metric, bars in charts.items()
+    ]
+    return render(
+        request,
+        "web/run_detail.html",
+        {
+            "run": run,
+            "rows": rows,
+            "chart_data": chart_data,
+            "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
+        },
+    )
+
+
+def _first_metric(summary: dict) -> str | None:
+    for metric in ("iops", "bw_bytes", "lat_mean_ns", "runtime_s"):
+        if metric in summary:
+            return metric
+    return None
+
+
+def _metric_title(metric: str) -> str:
+    return {
+        "iops": "IOPS (higher is better)",
+        "bw_bytes": "Bandwidth, MB/s (higher is better)",
+        "lat_mean_ns": "Mean latency, µs (lower is better)",
+        "runtime_s": "Time, s (lower is better)",
+    }.get(metric, metric)
+
+
+def _unit(metric: str) -> str:
+    return {
+        "iops": "IOPS",
+        "bw_bytes": "MB/s",
+        "lat_mean_ns": "µs",
+        "runtime_s": "s",
+    }.get(metric, "")
+
+
+def _scale(metric: str) -> float:
+    """Divisor from the stored unit to the shown one."""
+    return {"bw_bytes": 1e6, "lat_mean_ns": 1e3}.get(metric, 1.0)
+
+
+def raw_output(request, pk: int, result_id: int, repeat: int):
+    run = _readable_run(request, pk)
+    raw = get_object_or_404(
+        RawOutput, result__run=run, result_id=result_id, repeat=repeat
+    )
+    text = gzip.decompress(bytes(raw.data_gzip)).decode("utf-8", "replace")
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+def _run_ids(value: str | list) -> list[int]:
+    parts = value if isinstance(value, list) else [value]
+    ids = []
+    for part in parts:
+        for item in str(part).split(","):
+            item = item.strip()
+            if not item:
+                continue
+            if not item.isascii() or not item.isdigit():
+                raise ValueError(f"{item!r} is not a run id")
+            if int(item) not in ids:
+                ids.append(int(item))
+    return ids
+
+
+def _comparison_context(request, ids: list[int], ref_id: int | None) -> dict:
+    if not ids:
+        raise ValueError("choose at least one run to compare")
+    if len(ids) > MAX_COMPARE:
+        raise ValueError(f"compare at most {MAX_COMPARE} runs at once")
+    found = {r.pk: r for r in Run.objects.readable_by(request.user).filter(pk__in=ids)}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise Http404(f"no run {missing[0]}")
+    runs = [found[i] for i in ids]
+    reference = found.get(ref_id) if ref_id else runs[0]
+    if reference is None:
+        raise ValueError("the reference must be one of the compared runs")
+    data = compare_mod.build_comparison(runs, reference)
+    labels = {r["id"]: f"#{r['id']} {r['title']}" for r in data["runs"]}
+    charts, sweeps = [], defaultdict(lambda: defaultdict(list))
+    for test in data["tests"]:
+        metric_name = test["main_metric"]
+        metrics = {m["metric"]: m for m in test["metrics"]}
+        chosen = metrics.get(metric_name) or (
+            test["metrics"][0] if test["metrics"] else None
+        )
+        if chosen is None:
+            continue
+        scale = _scale(chosen["metric"])
+        charts.append(
+            {
+                "title": f"{test['title']}: {_metric_title(chosen['metric'])}",
+                "unit": _unit(chosen["metric"]),
+                "scale": scale,
+                "bars": [
+                    {
+                        "label": labels[e["run"]],
+                        "mean": e["mean"],
+                        "low": e["ci95_low"],
+                        "high": e["ci95_high"],
+                    }
+                    for e in chosen["runs"]
+                ],
+            }
+        )
+        if test["group"] == "fio-iodepth-sweep":
+            depth = _depth_of(test["test_id"])
+            family = test["test_id"].split("-q")[0]
+            for e in chosen["runs"]:
+                sweeps[(family, chosen["metric"])][e["run"]].append((depth, e["mean"]))
+    sweep_charts = [
+        {
+            "title": f"{family}: {_metric_title(metric)} over queue depth",
+            "scale": _scale(metric),
+            "series": [
+                {"label": labels[rid], "points": sorted(points)}
+                for rid, points in per_run.items()
+            ],
+        }
+        for (family, metric), per_run in sweeps.items()
+    ]
+    modes = sorted(
+        {r.cache_mode for r in runs if r.cache_mode in agent_vocab.CACHE_MODE_SAFETY},
+        key=CACHE_ORDER.index,
+    )
+    rows = []
+    for test in data["tests"]:
+        for m in test["metrics"]:
+            for e in m["runs"]:
+                rows.append(
+                    {"test": test, "metric": m, "entry": e, "label": labels[e["run"]]}
+                )
+    return {
+        "data": data,
+        "runs": runs,
+        "reference": reference,
+        "labels": labels,
+        "rows": rows,
+        "chart_data": charts,
+        "sweep_data": sweep_charts,
+        "safety": [(mode, *agent_vocab.CACHE_MODE_SAFETY[mode]) for mode in modes],
+        "markdown": _markdown(data, labels),
+        "ids": ",".join(str(i) for i in ids),
+    }
+
+
+def _depth_of(test_id: str) -> int:
+    part = test_id.rsplit("-q", 1)[1]
+    return int(part.split("t")[0])
+
+
+def _markdown(data: dict, labels: dict) -> str:
+    lines = [
+        "| test | metric | run | mean | 95% CI | vs reference | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for test in data["tests"]:
+        for m in test["metrics"]:
+            for e in m["runs"]:
+                ci = (
+                    human(e["ci95_low"], m["metric"])
+                    + " – "
+                    + human(e["ci95_high"], m["metric"])
+                    if e["ci95_low"] is not None
+                    else "—"
+                )
+                delta = (
+                    "reference"
+                    if e["run"] == data["reference"]
+                    else (
+                        f"{e['delta_percent']:+.1f}%"
+                        if e["delta_percent"] is not None
+                        else "—"
+                    )
+                )
+                title = labels[e["run"]].replace("|", "/")
+                lines.append(
+                    f"| {test['title']} | {m['metric']} | {title} | "
+                    f"{human(e['mean'], m['metric'])} | {ci} | {delta} | "
+                    f"{e['verdict'] or ''} |"
+                )
+    return "\n".join(lines)
+
+
+def _parse_compare_request(request):
+    try:
+        ids = _run_ids(request.GET.getlist("runs"))
+        ref = request.GET.get("ref")
+        ref_id = _run_ids(ref)[0] if ref else None
+    except (ValueError, IndexError) as exc:
+        return None, None, str(exc)
+    return ids, ref_id, None
+
+
+def compare(request):
+    ids, ref_id, error = _parse_compare_request(request)
+    if error:
+        return HttpResponseBadRequest(error)
+    try:
+        context = _comparison_context(request, ids, ref_id)
+    except ValueError as exc:
+        return render(request, "web/compare.html", {"error": str(exc)}, status=400)
+    return render(request, "web/compare.html", context)
+
+
+def compare_csv(request):
+    ids, ref_id, error = _parse_compare_request(request)
+    if error:
+        return HttpResponseBadRequest(error)
+    try:
+        context = _comparison_context(request, ids, ref_id)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="benchdb-comparison.csv"'
+    writer = csv.writer(response)
+    writer.writerow(
+        [
+            "test_id",
+            "metric",
+            "unit",
+            "run",
+            "n",
+            "mean",
+            "ci95_low",
+            "ci95_high",
+            "delta_percent",
+            "p_value",
+            "verdict",
+        ]
+    )
+    for row in context["rows"]:
+        e, m = row["entry"], row["metric"]
+        writer.writerow(
+            [
+                row["test"]["test_id"],
+                m["metric"],
+                m["unit"],
+                e["run"],
+                e["n"],
+                e["mean"],
+                e["ci95_low"],
+                e["ci95_high"],
+                e["delta_percent"],
+                e["p_value"],
+                e["verdict"],
+            ]
+        )
+    return response
+
+
+@require_POST
+def compare_save(request):
+    try:
+        ids = _run_ids(request.POST.get("runs", ""))
+        ref = request.POST.get("ref")
+        ref_id = _run_ids(ref)[0] if ref else None
+        _comparison_context(request, ids, ref_id)  # validates access and shape
+    except (ValueError, IndexError) as exc:
+        return HttpResponseBadRequest(str(exc))
+    comparison = Comparison.objects.create(
+        slug=Comparison.new_slug(),
+        run_ids=ids,
+        reference_run_id=ref_id,
+        title=(request.POST.get("title") or "")[:200],
+        created_by=request.user if request.user.is_authenticated else None,
+    )
+    return redirect(comparison.get_absolute_url())
 
 
 def comparison_share(request, slug: str):
     comparison = get_object_or_404(Comparison, slug=slug)
-    return render(request, "web/comparison.html", {"comparison": comparison})
+    try:
+        context = _comparison_context(
+            request, list(comparison.run_ids), comparison.reference_run_id
+        )
+    except ValueError as exc:
+        return render(request, "web/compare.html", {"error": str(exc)}, status=400)
+    context["saved"] = comparison
+    context["share_url"] = request.build_absolute_uri(comparison.get_absolute_url())
+    return render(request, "web/compare.html", context)
+
+
+def _cache_groups(request) -> list[dict]:
+    """Runs that differ only in cache mode: same hardware, layout and suite."""
+    runs = (
+        Run.objects.visible()
+        .filter(role="guest", cache_mode__in=CACHE_ORDER)
+        .select_related("hardware")
+        .order_by("id")
+    )
+    groups = defaultdict(list)
+    for run in runs:
+        key = (
+            run.hardware_id,
+            run.platform,
+            run.storage_backend,
+            run.image_format,
+            run.disk_bus,
+            run.aio_mode,
+            run.suite_id,
+            run.suite_version,
+        )
+        groups[key].append(run)
+    out = []
+    for members in groups.values():
+        by_mode = {}
+        for run in members:
+            by_mode.setdefault(run.cache_mode, run)  # first run per mode
+        if len(by_mode) < 2:
+            continue
+        ordered = [by_mode[m] for m in CACHE_ORDER if m in by_mode]
+        first = ordered[0]
+        parts = [
+            first.get_platform_display(),
+            first.get_storage_backend_display(),
+            first.get_image_format_display(),
+            first.get_disk_bus_display(),
+        ]
+        out.append(
+            {
+                "key": "-".join(str(r.pk) for r in ordered),
+                "title": ", ".join(parts)
+                + (f" · {first.hardware}" if first.hardware else ""),
+                "runs": ordered,
+                "modes": [r.cache_mode for r in ordered],
+            }
+        )
+    return out
+
+
+def cache_mode_report(request):
+    groups = _cache_groups(request)
+    chosen = request.GET.get("group") or (groups[0]["key"] if groups else None)
+    group = next((g for g in groups if g["key"] == chosen), None)
+    context = {"groups": groups, "group": group}
+    if group:
+        runs = group["runs"]
+        reference = next((r for r in runs if r.cache_mode == "none"), runs[0])
+        context.update(_comparison_context(request, [r.pk for r in runs], reference.pk))
+        context["extremes"] = _extremes(context["data"], context["labels"])
+    return render(request, "web/report_cache_modes.html", context)
+
+
+def _extremes(data: dict, labels: dict) -> list[dict]:
+    out = []
+    for test in data["tests"]:
+        for m in test["metrics"]:
+            entries = [e for e in m["runs"] if e["mean"] is not None]
+            if len(entries) < 2:
+                continue
+            pick = max if m["higher_is_better"] else min
+            worst = min if m["higher_is_better"] else max
+            best, slow = (
+                pick(entries, key=lambda e: e["mean"]),
+                worst(entries, key=lambda e: e["mean"]),
+            )
+            significant = [
+                labels[e["run"]] for e in entries if e["verdict"] == "significant"
+            ]
+            out.append(
+                {
+                    "test": test["title"],
+                    "metric": m["metric"],
+                    "fastest": labels[best["run"]],
+                    "slowest": labels[slow["run"]],
+                    "significant": significant,
+                }
+            )
+    return out
+
+
+def overhead_report(request):
+    guests = (
+        Run.objects.visible()
+        .filter(role="guest", baseline__isnull=False)
+        .select_related("baseline", "hardware")
+        .order_by("pair_id", "id")
+    )
+    ids = [g.pk for g in guests] + [g.baseline_id for g in guests]
+    results = defaultdict(dict)
+    for res in Result.objects.filter(run_id__in=ids):
+        results[res.run_id][res.comparability_key] = res
+    rows = []
+    for guest in guests:
+        for key, res in sorted(results[guest.pk].items()):
+            host = results[guest.baseline_id].get(key)
+            if host is None:
+                continue
+            metric = compare_mod.main_metric(res.test_id)
+            g_mean = _mean_of(res, metric)
+            h_mean = _mean_of(host, metric)
+            metric = metric or "iops"
+            if g_mean is None or not h_mean:
+                for candidate in ("iops", "bw_bytes", "lat_mean_ns", "runtime_s"):
+                    g_mean, h_mean = _mean_of(res, candidate), _mean_of(host, candidate)
+                    if g_mean is not None and h_mean:
+                        metric = candidate
+                        break
+                else:
+                    continue
+            rows.append(
+                {
+                    "guest": guest,
+                    "host": guest.baseline,
+                    "test": res,
+                    "metric": metric,
+                    "guest_mean": g_mean,
+                    "host_mean": h_mean,
+                    "overhead": (g_mean / h_mean - 1) * 100,
+                }
+            )
+    return render(request, "web/report_overhead.html", {"rows": rows})
+
+
+def _mean_of(result: Result, metric: str | None):
+    if not metric:
+        return None
+    direction = (result.stats or {}).get("main_direction")
+    summary = ((result.stats or {}).get("directions") or {}).get(direction) or {}
+    return (summary.get(metric) or {}).get("mean")
+
+
+@lru_cache(maxsize=1)
+def _zipapp() -> bytes:
+    from benchdb_agent import zipapp_build
+
+    return zipapp_build.build_bytes()
+
+
+def agent_download(request):
+    response = HttpResponse(_zipapp(), content_type="application/zip")
+    response["Content-Disposition"] = 'attachment; filename="benchdb-agent.pyz"'
+    return response
+
+
+def submit(request):
+    context = {
+        "server": request.build_absolute_uri("/").rstrip("/"),
+        "agent_url": request.build_absolute_uri(reverse("agent-download")),
+    }
+    if request.user.is_authenticated:
+        context["tokens"] = request.user.api_tokens.filter(revoked__isnull=True)
+        context["new_token"] = request.session.pop("new_token", None)
+    return render(request, "web/submit.html", context)
+
+
+@login_required
+@require_POST
+def token_create(request):
+    name = (request.POST.get("name") or "").strip()[:100]
+    if not name:
+        messages.error(request, "Give the token a name, e.g. the host it runs on.")
+        return redirect("submit")
+    _token, secret = ApiToken.issue(request.user, name)
+    # Shown once, on the next page view, then forgotten.
+    request.session["new_token"] = secret
+    return redirect("submit")
+
+
+@login_required
+@require_POST
+def token_revoke(request, pk: int):
+    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    token.revoked = timezone.now()
+    token.save(update_fields=["revoked"])
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("submit")
+
+
+def signup(request):
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user)
+        return redirect("submit")
+    return render(request, "registration/signup.html", {"form": form})

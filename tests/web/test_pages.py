@@ -1,0 +1,185 @@
+"""Every page answers, shows the stored numbers, and bounds its queries."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.urls import reverse
+
+from benchdb.results.models import ApiToken, Comparison, Run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def reference():
+    call_command("load_reference")
+    return {r.cache_mode: r for r in Run.objects.filter(title__contains="CentOS 7")}
+
+
+def test_home_lists_counts_ways_in_and_datasets(client, reference):
+    page = client.get("/").content.decode()
+    assert "21</strong> public runs" in page
+    assert "?cache_mode=writeback" in page and "?storage_backend=lvm" in page
+    assert "Published reference data" in page and "KVM" in page
+
+
+def test_browse_filters_and_counts(client, reference, django_assert_max_num_queries):
+    with django_assert_max_num_queries(20):
+        page = client.get(
+            "/runs/?cache_mode=none&cache_mode=writeback"
+        ).content.decode()
+    assert "2 runs" in page
+    assert f'value="{reference["none"].pk}"' in page
+    assert f'value="{reference["unsafe"].pk}"' not in page
+    assert client.get("/runs/?created_after=yesterday").status_code == 400
+
+
+def test_browse_search_and_ordering(client, reference):
+    page = client.get("/runs/?q=Optane&ordering=title").content.decode()
+    assert "4 runs" in page
+
+
+def test_run_page_shows_means_repeats_raw_and_safety(client, reference):
+    run = reference["unsafe"]
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert "1,144.4 MB/s" in page  # mean of the five printed dd rates
+    assert "922.0 MB/s" in page  # a repeat
+    assert "can lose data" in page or "Guest flushes are ignored" in page
+    result = run.results.get()
+    raw = client.get(reverse("raw-output", args=[run.pk, result.pk, 0]))
+    assert raw["Content-Type"].startswith("text/plain")
+    assert "0.814352 s" not in raw.content.decode()
+    assert "1.16476 s" in raw.content.decode()
+
+
+def test_run_page_overhead_against_the_baseline(client, reference):
+    guest = Run.objects.get(pair_id="seed-002-hdd", storage_backend="file")
+    page = client.get(guest.get_absolute_url()).content.decode()
+    # raw file 950 IOPS vs native 200 IOPS: +375%
+    assert "+375.0%" in page
+
+
+def test_private_runs_are_not_shown_to_others(client, reference):
+    run = reference["none"]
+    run.visibility = "private"
+    run.save()
+    assert client.get(run.get_absolute_url()).status_code == 404
+    assert client.get(f"/compare/?runs={run.pk}").status_code == 404
+
+
+def test_compare_page_numbers_equal_the_api(client, reference):
+    ids = f"{reference['none'].pk},{reference['writeback'].pk},{reference['unsafe'].pk}"
+    page = client.get(f"/compare/?runs={ids}").content.decode()
+    api = client.get(f"/api/v1/compare/?runs={ids}").json()
+    for entry in api["tests"][0]["metrics"][0]["runs"]:
+        assert f'data-run="{entry["run"]}" data-mean="{entry["mean"]!r}"' in page
+    assert "within noise (p = 0.181)" in page
+    assert "significant (p = 0.000)" in page
+    assert "flushed data is kept" in page and "can lose data" in page
+
+
+def test_compare_bad_input(client, reference):
+    assert client.get("/compare/?runs=1,x").status_code == 400
+    assert client.get("/compare/?runs=").status_code == 400
+    many = ",".join(str(i) for i in range(1, 20))
+    assert client.get(f"/compare/?runs={many}").status_code in (400, 404)
+    ids = f"{reference['none'].pk},{reference['writeback'].pk}"
+    assert client.get(f"/compare/?runs={ids}&ref=999999").status_code == 400
+
+
+def test_save_and_share(client, reference):
+    ids = f"{reference['none'].pk},{reference['writeback'].pk}"
+    response = client.post(
+        "/compare/save/", {"runs": ids, "ref": reference["writeback"].pk}
+    )
+    assert response.status_code == 302
+    saved = Comparison.objects.get()
+    assert response["Location"] == f"/c/{saved.slug}"
+    assert saved.run_ids == [reference["none"].pk, reference["writeback"].pk]
+    page = client.get(response["Location"]).content.decode()
+    assert f"/c/{saved.slug}" in page and "Saved comparison" in page
+    assert client.post("/compare/save/", {"runs": "x"}).status_code == 400
+    assert Comparison.objects.count() == 1
+
+
+def test_csv_download(client, reference):
+    ids = f"{reference['none'].pk},{reference['writeback'].pk}"
+    response = client.get(f"/compare/csv/?runs={ids}")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [r["run"] for r in rows] == [
+        str(reference["none"].pk),
+        str(reference["writeback"].pk),
+    ]
+    assert float(rows[0]["mean"]) == pytest.approx(192.2e6)
+    assert rows[1]["verdict"] == "within noise"
+
+
+def test_cache_mode_report_shows_the_five_modes(client, reference):
+    page = client.get("/reports/cache-modes/").content.decode()
+    for mode in ("none", "writethrough", "writeback", "directsync", "unsafe"):
+        assert f"cache={mode}" in page
+    assert "Fastest and slowest" in page
+
+
+def test_overhead_report(client, reference):
+    page = client.get("/reports/overhead/").content.decode()
+    assert "Xen PV guest" in page and "+7.1%" in page  # 32.396 s vs 30.247 s
+
+
+def test_agent_download_is_a_runnable_zipapp(client, tmp_path):
+    import subprocess
+    import sys
+
+    response = client.get("/agent/benchdb-agent.pyz")
+    path = tmp_path / "benchdb-agent.pyz"
+    path.write_bytes(
+        b"".join(response.streaming_content) if response.streaming else response.content
+    )
+    out = subprocess.run(
+        [sys.executable, str(path), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.startswith("benchdb-agent ")
+
+
+def test_signup_token_create_and_revoke(client):
+    response = client.post(
+        "/accounts/signup/",
+        {
+            "username": "ana",
+            "password1": "a-long-Passw0rd!",
+            "password2": "a-long-Passw0rd!",
+        },
+    )
+    assert response.status_code == 302
+    client.post("/tokens/", {"name": "pve-node-2"})
+    page = client.get("/submit/").content.decode()
+    token = ApiToken.objects.get(user__username="ana")
+    secret = re.search(r'id="new-token">[^<]*<code>(bdt_[^<]+)</code>', page).group(1)
+    assert token.name == "pve-node-2" and secret.startswith(token.prefix)
+    assert secret not in client.get("/submit/").content.decode()  # shown once
+    client.post(f"/tokens/{token.pk}/revoke/")
+    token.refresh_from_db()
+    assert token.revoked is not None
+    other = User.objects.create_user("bob", password="x")
+    client.force_login(other)
+    assert client.post(f"/tokens/{token.pk}/revoke/").status_code == 404
+
+
+def test_every_user_string_is_escaped(client, reference):
+    run = reference["none"]
+    run.title = "<script>alert(1)</script>"
+    run.save()
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    compare = client.get(f"/compare/?runs={run.pk}").content.decode()
+    assert "<script>alert(1)</script>" not in compare
