@@ -96,9 +96,20 @@ def run_list(request):
     all_facets = {**FACETS, **HARDWARE_FACETS}
     selected = {name: request.GET.getlist(name) for name in all_facets}
     for name, choices in all_facets.items():
+        # Counts as if this facet were not chosen, so its other values stay
+        # visible and can be added to the selection.
+        others = request.GET.copy()
+        others.pop(name, None)
+        others.pop("page", None)
+        facet_qs = RunFilterSet(others, queryset=base).qs if name in request.GET else qs
         column = f"hardware__{name}" if name in HARDWARE_FACETS else name
         labels = dict(choices.choices)
-        counts = qs.values(column).annotate(n=Count("id", distinct=True)).order_by("-n")
+        counts = (
+            facet_qs.order_by()
+            .values(column)
+            .annotate(n=Count("id", distinct=True))
+            .order_by("-n", column)
+        )
         facets.append(
             {
                 "name": name,

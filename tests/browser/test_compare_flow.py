@@ -1,0 +1,97 @@
+"""A person's path through benchdb in a real browser: filter, pick, compare,
+see the charts drawn, save a link, open it elsewhere, see the same thing."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Counts the canvas pixels that are not transparent: a chart that drew paints some.
+PAINTED = """(canvas) => {
+  const c = canvas.getContext('2d');
+  const data = c.getImageData(0, 0, canvas.width, canvas.height).data;
+  let n = 0;
+  for (let i = 3; i < data.length; i += 4) if (data[i] !== 0) n++;
+  return n;
+}"""
+
+
+def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
+    call_command("load_reference")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(live_server.url + "/")
+    screenshot(page, "home")
+    page.click("text=By cache mode >> xpath=.. >> a:text('writeback')")
+    assert "cache_mode=writeback" in page.url
+    # Widen the filter to the five modes of seed 001 with the facet checkboxes.
+    for mode in ("none", "writethrough", "directsync", "unsafe"):
+        page.check(f"input[name=cache_mode][value={mode}]")
+    page.click("#filters button[type=submit]")
+    assert "5 runs" in page.inner_text("#pick")
+    screenshot(page, "browse")
+    boxes = page.locator("input[name=runs]")
+    assert boxes.count() == 5
+    for i in range(5):
+        boxes.nth(i).check()
+    page.click("#compare-button")
+    page.wait_for_selector("#charts canvas")
+    canvases = page.locator("#charts canvas")
+    assert canvases.count() >= 1
+    assert canvases.first.evaluate(PAINTED) > 1000
+    screenshot(page, "compare")
+    # The numbers on the page are the API's.
+    ids = page.url.split("runs=")[1]
+    with urllib.request.urlopen(f"{live_server.url}/api/v1/compare/?runs={ids}") as r:
+        api = json.load(r)
+    shown = {
+        row.get_attribute("data-run"): float(row.get_attribute("data-mean"))
+        for row in page.locator("#delta-table tbody tr").all()
+    }
+    for entry in api["tests"][0]["metrics"][0]["runs"]:
+        assert shown[str(entry["run"])] == entry["mean"]
+    # Against unsafe everything differs; against none, most is noise.
+    none_id = next(
+        row.get_attribute("data-run")
+        for row in page.locator("#delta-table tbody tr").all()
+        if "cache=none" in row.inner_text()
+    )
+    page.click(f"a[href$='&ref={none_id}']")
+    page.wait_for_selector("#charts canvas")
+    verdicts = page.inner_text("#delta-table")
+    assert "within noise" in verdicts and "significant" in verdicts
+    # Save, then open the link in a fresh context (no cookies, no history).
+    page.click("#save-comparison")
+    page.wait_for_url("**/c/*")
+    link = page.url
+    before = page.inner_text("#delta-table")
+    other = browser.new_context().new_page()
+    other.goto(link)
+    other.wait_for_selector("#charts canvas")
+    assert other.inner_text("#delta-table") == before
+    assert other.locator("#charts canvas").first.evaluate(PAINTED) > 1000
+    screenshot(other, "shared")
+
+
+def test_cache_mode_report_and_run_page(live_server, browser, screenshot):
+    call_command("load_reference")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(live_server.url + "/reports/cache-modes/")
+    page.wait_for_selector("#charts canvas")
+    text = page.inner_text("main")
+    for mode in ("none", "writethrough", "writeback", "directsync", "unsafe"):
+        assert f"cache={mode}" in text
+    assert page.locator("#charts canvas").first.evaluate(PAINTED) > 1000
+    screenshot(page, "cache-modes")
+    page.click("text=cache=unsafe (dd 1 GiB) >> nth=0")
+    page.wait_for_selector("#charts canvas")
+    assert "1,144.4 MB/s" in page.inner_text("main")
+    screenshot(page, "run")
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.goto(live_server.url + "/runs/")
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 400
+    screenshot(phone, "browse-phone")
