@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -17,20 +18,41 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-# Playwright's sync API keeps an event loop running in the test thread; the
-# test's own database calls (fixtures, call_command) are synchronous and safe.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 SCREENSHOTS = Path(__file__).resolve().parents[1] / "screenshots"
 
 
-@pytest.fixture(scope="session")
-def browser():
+@contextlib.contextmanager
+def chromium():
+    """A Chromium for the duration of the block.
+
+    Playwright's sync API keeps an event loop running in this thread while it
+    is open, and Django refuses database calls from a thread with a running
+    loop; the test's own calls are synchronous and safe, so the refusal is
+    lifted for exactly as long as the browser is open (never process-wide:
+    subprocesses such as ``check --deploy`` must not inherit it).
+    """
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            try:
+                yield browser
+            finally:
+                browser.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def browser():
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture

@@ -115,3 +115,37 @@ def test_matrix_uploads_over_http_and_the_cache_mode_aggregate_shows_all_five(
     groups = {g["value"]: g["count"] for g in response.json()["groups"]}
     assert set(groups) == set(harness.CACHE_MODES)
     assert groups["none"] == sum(1 for b in boots if b["cache_mode"] == "none")
+    _pages_show_the_real_guests(live_server.url, boots)
+
+
+def _pages_show_the_real_guests(url: str, boots: list) -> None:
+    """In Chromium: the cache-mode report puts the five real guests side by
+    side, with drawn charts, and the overhead report lists them against the
+    host baseline."""
+    from tests.browser.conftest import SCREENSHOTS, chromium
+
+    SCREENSHOTS.mkdir(exist_ok=True)
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url + "/reports/cache-modes/")
+        options = page.locator("select[name=group] option").all_inner_texts()
+        five = [o for o in options if all(m in o for m in harness.CACHE_MODES)]
+        assert five, options
+        with page.expect_navigation():
+            page.select_option("select[name=group]", label=five[0])
+        page.wait_for_selector("#charts canvas")
+        painted = page.locator("#charts canvas").first.evaluate(
+            "(c) => c.getContext('2d').getImageData(0, 0, c.width, c.height)"
+            ".data.filter((v, i) => i % 4 === 3 && v !== 0).length"
+        )
+        assert painted > 1000
+        compared = page.inner_text("ol.compared")
+        for mode in harness.CACHE_MODES:
+            assert f"cache {mode}" in compared
+        page.screenshot(
+            path=str(SCREENSHOTS / "guests-cache-modes.png"), full_page=True
+        )
+        page.goto(url + "/reports/overhead/")
+        rows = page.locator("table.overhead tbody tr").count()
+        assert rows >= len(boots)
+        page.screenshot(path=str(SCREENSHOTS / "guests-overhead.png"), full_page=True)
