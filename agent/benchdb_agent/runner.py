@@ -320,21 +320,20 @@ def run_suite(
     runtime = runtime or defaults["runtime"]
     ioping_count = ioping_count or defaults["ioping_count"]
     if device:
-        return _run_device(
-            device,
-            tests,
-            profile,
-            role,
-            pair_id,
-            tags,
-            repeats,
-            max_repeats,
-            runtime,
-            size,
-            include_identifiers,
-            ioping_count,
-            progress_stream,
-        )
+        plan = {
+            "profile": profile,
+            "role": role,
+            "pair_id": pair_id,
+            "tags": tags,
+            "repeats": repeats,
+            "max_repeats": max_repeats,
+            "runtime": runtime,
+            "size": size,
+            "include_identifiers": include_identifiers,
+            "ioping_count": ioping_count,
+            "progress_stream": progress_stream,
+        }
+        return _run_device(device, tests, plan)
     if not target or not os.path.isdir(target):
         raise RunError(f"{target} is not a directory (use --device for a block device)")
     env = detect.detect(target, include_identifiers=include_identifiers)
@@ -390,26 +389,12 @@ def run_suite(
     return doc
 
 
-def _run_device(
-    device,
-    tests,
-    profile,
-    role,
-    pair_id,
-    tags,
-    repeats,
-    max_repeats,
-    runtime,
-    size,
-    include_identifiers,
-    ioping_count,
-    progress_stream,
-):
+def _run_device(device: str, tests: list, plan: dict) -> dict:
     """The suite on a blank block device: the tests write the device itself."""
     with open(device, "rb") as fh:
         device_bytes = fh.seek(0, os.SEEK_END)
-    size = min(size or device_bytes, device_bytes)
-    env = detect.detect(None, include_identifiers=include_identifiers)
+    size = min(plan["size"] or device_bytes, device_bytes)
+    env = detect.detect(None, include_identifiers=plan["include_identifiers"])
     name = os.path.basename(os.path.realpath(device))
     env["target"] = {
         "path": device,
@@ -424,13 +409,24 @@ def _run_device(
         )
     env["cache_mode_evidence"] = detect.cache_mode_evidence(env["target"])
     doc = bundle_mod.new_bundle(
-        role=role, profile=profile, environment=env, tags=tags, pair_id=pair_id
+        role=plan["role"],
+        profile=plan["profile"],
+        environment=env,
+        tags=plan["tags"],
+        pair_id=plan["pair_id"],
     )
-    doc["warnings"] = _warnings_for(env, tags, size, True)
+    doc["warnings"] = _warnings_for(env, plan["tags"], size, True)
     doc["environment"]["test_file_bytes"] = size
     versions = {tool: tool_version(tool) for tool in sorted({t["tool"] for t in tests})}
-    progress = Progress(len(tests) * (1 + repeats), progress_stream)
-    settings = (size, runtime, repeats, max_repeats, ioping_count, True)
+    progress = Progress(len(tests) * (1 + plan["repeats"]), plan["progress_stream"])
+    settings = (
+        size,
+        plan["runtime"],
+        plan["repeats"],
+        plan["max_repeats"],
+        plan["ioping_count"],
+        True,
+    )
     _run_all(doc, tests, device, device, settings, versions, progress)
     return doc
 
