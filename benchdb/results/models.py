@@ -281,7 +281,13 @@ class Run(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.title or f"Run {self.pk}"
+        if self.title:
+            return self.title
+        # An untitled run is named by what tells it apart in a list.
+        parts = [f"Run {self.pk}", self.role]
+        if self.role == Role.GUEST:
+            parts += [f"cache {self.cache_mode}", self.disk_bus, self.image_format]
+        return " · ".join(parts)
 
     def get_absolute_url(self) -> str:
         return reverse("run-detail", args=[self.pk])
