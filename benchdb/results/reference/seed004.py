@@ -23,71 +23,63 @@ FIGURES = {
     "xen-pv": (65675, 29532, 68298, "134.1", "32.396"),
 }
 
+# (test id, title, direction, metric, index in FIGURES, K/sec or /sec -> unit)
+BONNIE = (
+    (
+        "bonnie-block-write",
+        "bonnie++ sequential output, block",
+        "write",
+        "bw_bytes",
+        0,
+        lambda v: v * KIB,
+    ),
+    ("bonnie-rewrite", "bonnie++ rewrite", "write", "bw_bytes", 1, lambda v: v * KIB),
+    (
+        "bonnie-block-read",
+        "bonnie++ sequential input, block",
+        "read",
+        "bw_bytes",
+        2,
+        lambda v: v * KIB,
+    ),
+    ("bonnie-seeks", "bonnie++ random seeks", "read", "iops", 3, float),
+)
+
 
 def bundles() -> list:
     from . import figure, published_bundle
 
     out = []
-    for run, (block_out, rewrite, block_in, seeks, cpio) in FIGURES.items():
+    for run, figures in FIGURES.items():
         opts = {"version": "1.96", "size": "1G", "as_published": "K/sec, /sec"}
         tests = [
             figure(
-                "bonnie-block-write",
-                "bonnie++ sequential output, block",
-                "write",
+                test_id,
+                title,
+                direction,
                 SEED,
                 approximate=False,
                 comparable=False,
                 group="bonnie++",
                 options=opts,
-                bw_bytes=block_out * KIB,
-            ),
-            figure(
-                "bonnie-rewrite",
-                "bonnie++ rewrite",
-                "write",
-                SEED,
-                approximate=False,
-                comparable=False,
-                group="bonnie++",
-                options=opts,
-                bw_bytes=rewrite * KIB,
-            ),
-            figure(
-                "bonnie-block-read",
-                "bonnie++ sequential input, block",
-                "read",
-                SEED,
-                approximate=False,
-                comparable=False,
-                group="bonnie++",
-                options=opts,
-                bw_bytes=block_in * KIB,
-            ),
-            figure(
-                "bonnie-seeks",
-                "bonnie++ random seeks",
-                "read",
-                SEED,
-                approximate=False,
-                comparable=False,
-                group="bonnie++",
-                options=opts,
-                iops=float(seeks),
-            ),
+                **{metric: scale(figures[index])},
+            )
+            for test_id, title, direction, metric, index, scale in BONNIE
+        ]
+        tests.append(
             figure(
                 "archive-linux-2.6.26-cpio",
-                "cpio of the Linux 2.6.26 sources "
-                "(about 320 MB, 24,000 files), caches dropped: real time",
+                "cpio of the Linux 2.6.26 sources (about 320 MB, 24,000 files), "
+                "caches dropped: real time",
                 "read",
                 SEED,
                 approximate=False,
                 comparable=False,
                 group="archive",
                 options={"command": "time (find linux-2.6.26 | cpio -o > /dev/null)"},
-                runtime_s=float(cpio),
-            ),
-        ]
+                runtime_s=float(figures[4]),
+            )
+        )
         native = run == "native"
         out.append(
             published_bundle(
