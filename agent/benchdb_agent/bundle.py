@@ -26,6 +26,9 @@ TEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 # The raw formats are the parsers' formats; the metrics are the records'.
 RAW_FORMATS = parsers.FORMATS
 NUMERIC_KEYS = parsers.METRIC_KEYS
+# Where a tag's value came from (``tag_sources``): read from the VM's
+# configuration on the host by the agent, or typed by a person.
+TAG_SOURCES = ("host-config", "user")
 
 
 def now() -> str:
@@ -128,6 +131,9 @@ def validate(doc) -> list:
     pair = doc.get("pair_id")
     if pair is not None and (not isinstance(pair, str) or not PAIR_RE.match(pair)):
         err("/pair_id", "must be null or 1-64 characters of A-Z a-z 0-9 . _ -")
+    sweep = doc.get("sweep_id")
+    if sweep is not None and (not isinstance(sweep, str) or not PAIR_RE.match(sweep)):
+        err("/sweep_id", "must be null or 1-64 characters of A-Z a-z 0-9 . _ -")
     if doc.get("source") not in ("measured", "imported"):
         err("/source", "must be measured or imported")
     if not isinstance(doc.get("environment"), dict):
@@ -140,6 +146,17 @@ def validate(doc) -> list:
             problem = check_tag(key, value)
             if problem:
                 err(f"/tags/{key}", problem)
+    sources = doc.get("tag_sources")
+    if sources is not None:
+        if not isinstance(sources, dict):
+            err("/tag_sources", "must be an object")
+        else:
+            for key, value in sources.items():
+                if value not in TAG_SOURCES:
+                    err(
+                        f"/tag_sources/{key}",
+                        f"must be one of {', '.join(TAG_SOURCES)}",
+                    )
     warnings = doc.get("warnings")
     if not isinstance(warnings, list):
         err("/warnings", "must be an array")

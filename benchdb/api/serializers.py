@@ -152,6 +152,7 @@ RUN_LIST_FIELDS = [
     "source",
     "visibility",
     "pair_id",
+    "sweep_id",
     "baseline",
     "suspect",
     "suspect_reasons",
@@ -296,6 +297,11 @@ class ResultSerializer(serializers.ModelSerializer):
 class RunDetailSerializer(RunListSerializer):
     environment = serializers.DictField()
     tags = serializers.DictField(child=serializers.CharField())
+    tag_sources = serializers.DictField(
+        child=serializers.CharField(),
+        help_text="Where each tag came from: host-config (read from the VM's "
+        "configuration on the host by the agent) or user (typed).",
+    )
     warnings = serializers.ListField(child=serializers.DictField())
     tests = ResultSerializer(source="results", many=True, read_only=True)
 
@@ -307,6 +313,7 @@ class RunDetailSerializer(RunListSerializer):
             "citation_url",
             "environment",
             "tags",
+            "tag_sources",
             "warnings",
             "tests",
         ]

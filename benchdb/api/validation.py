@@ -23,6 +23,7 @@ from django.utils.dateparse import parse_datetime
 
 from benchdb.results.ingest import parse_direction
 from benchdb.results.models import METRIC_FIELDS
+from benchdb_agent import bundle as agent_bundle
 from benchdb_agent import parsers, vocab
 
 MAX_TESTS = 200
@@ -449,6 +450,15 @@ def check_bundle(doc, *, allow_published: bool = False, parse=None) -> list[dict
     pair_id = doc.get("pair_id")
     if pair_id is not None:
         _string(errors, doc, "pair_id", "", max_length=64, pattern=ID_RE)
+    if doc.get("sweep_id") is not None:
+        _string(errors, doc, "sweep_id", "", max_length=64, pattern=ID_RE)
+    tag_sources = _object(errors, doc, "tag_sources", "")
+    for key, value in tag_sources.items():
+        if value not in agent_bundle.TAG_SOURCES:
+            errors.add(
+                f"/tag_sources/{key}",
+                f"must be one of {', '.join(agent_bundle.TAG_SOURCES)}",
+            )
     sources = vocab.values(vocab.SOURCE) if allow_published else SUBMITTABLE_SOURCES
     source = _choice(errors, doc, "source", "", tuple(sources), required=True)
     _string(errors, doc, "title", "", max_length=200)

@@ -154,6 +154,7 @@ class RunFilterSet(filters.FilterSet):
     suite_version = filters.CharFilter()
     profile = filters.CharFilter()
     pair_id = filters.CharFilter()
+    sweep_id = filters.CharFilter()
     hardware = filters.NumberFilter(field_name="hardware_id", label="Hardware id")
     test_id = filters.CharFilter(
         field_name="results__test_id", distinct=True, label="Has a result of test id"

@@ -379,8 +379,12 @@ def store_bundle(
         owner_key_hash=owner_key_hash,
         visibility=visibility,
         pair_id=bundle.get("pair_id") or "",
+        sweep_id=bundle.get("sweep_id") or "",
         environment=env,
         tags=tags,
+        tag_sources={
+            k: v for k, v in (bundle.get("tag_sources") or {}).items() if k in tags
+        },
         warnings=bundle.get("warnings") or [],
         os_name=((env.get("os") or {}).get("name") or "")[:200],
         kernel=((env.get("os") or {}).get("kernel") or "")[:200],

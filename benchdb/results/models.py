@@ -230,6 +230,12 @@ class Run(models.Model):
         related_name="guests",
         help_text="The host run that is this guest run's native baseline.",
     )
+    # One cache-mode sweep of one VM disk (``benchdb-agent vm --cache-modes``):
+    # its guest runs and their host baseline share this id.
+    sweep_id = models.CharField(max_length=64, blank=True)
+    # Where each tag's value came from, as the bundle said: "host-config"
+    # (read from the VM's configuration on the host by the agent) or "user".
+    tag_sources = models.JSONField(default=dict, blank=True)
     # Everything the agent detected and every tag, as sent (for display and
     # for facets that have no column yet).
     environment = models.JSONField(default=dict, blank=True)
@@ -276,6 +282,12 @@ class Run(models.Model):
             models.Index(fields=["disk_bus"], name="results_run_bus_idx"),
             # Linking a guest run to its host baseline by pair id.
             models.Index(fields=["pair_id", "role"], name="results_run_pair_idx"),
+            # The runs of one cache-mode sweep (/sweeps/<id>/).
+            models.Index(
+                fields=["sweep_id"],
+                name="results_run_sweep_idx",
+                condition=~Q(sweep_id=""),
+            ),
             # Free-form tag queries (tags @> '{"key": "value"}').
             GinIndex(fields=["tags"], name="results_run_tags_gin"),
         ]

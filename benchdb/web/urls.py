@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from benchdb.web import views
+from benchdb.web import sweeps, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,6 +16,7 @@ urlpatterns = [
     path("compare/csv/", views.compare_csv, name="compare-csv"),
     path("compare/save/", views.compare_save, name="compare-save"),
     path("c/<slug:slug>", views.comparison_share, name="comparison-share"),
+    path("sweeps/<str:sweep_id>/", sweeps.sweep, name="sweep"),
     path("reports/cache-modes/", views.cache_mode_report, name="report-cache-modes"),
     path("reports/overhead/", views.overhead_report, name="report-overhead"),
     path("submit/", views.submit, name="submit"),
