@@ -186,11 +186,21 @@ def cmd_run(args) -> int:
         die("--pair: 1-64 characters of A-Z a-z 0-9 . _ -")
     if not args.target and not args.device:
         die("name what to test: --target DIR (or --device DEV)")
+    claim = None
     if args.device:
         try:
-            safety.check_device(args.device, args.device_write_destroys_data)
+            # Kept open (O_EXCL) for the whole run: nothing can mount it meanwhile.
+            claim = safety.check_device(args.device, args.device_write_destroys_data)
         except safety.SafetyError as exc:
             die(str(exc), EXIT_REFUSED)
+    try:
+        return _run(args, tags)
+    finally:
+        if claim is not None:
+            claim.close()
+
+
+def _run(args, tags) -> int:
 
     try:
         size = runner.parse_size(args.size) if args.size else None
