@@ -73,29 +73,41 @@ def cmd_detect(args) -> int:
 def cmd_host_config(args) -> int:
     try:
         if args.qemu_pid:
-            raw = Path(f"/proc/{args.qemu_pid}/cmdline").read_bytes()
-            argv = [a.decode() for a in raw.split(b"\0") if a]
-            tags = hostconfig.qemu_cmdline(argv, args.disk)
+            disks = hostconfig.for_qemu_pid(args.qemu_pid)
         elif args.qemu_cmdline:
-            tags = hostconfig.qemu_cmdline(args.qemu_cmdline, args.disk)
+            disks = hostconfig.for_qemu_cmdline(args.qemu_cmdline)
+        elif args.qemu_cmdline_file:
+            disks = hostconfig.for_qemu_cmdline(_read(args.qemu_cmdline_file))
         elif args.proxmox_config:
-            storage = Path(args.storage_cfg).read_text() if args.storage_cfg else None
-            tags = hostconfig.proxmox(_read(args.proxmox_config), storage, args.disk)
+            storage = _read(args.storage_cfg) if args.storage_cfg else None
+            disks = hostconfig.for_proxmox(_read(args.proxmox_config), storage)
         elif args.libvirt_xml:
-            tags = hostconfig.libvirt(_read(args.libvirt_xml), args.disk)
-        elif args.xl_json:
-            tags = hostconfig.xen(_read(args.xl_json))
+            disks = hostconfig.for_libvirt_xml(_read(args.libvirt_xml))
+        elif args.qmp_json:
+            disks = hostconfig.for_qmp(_read(args.qmp_json))
+        elif args.qmp_socket:
+            disks = hostconfig.for_qmp_socket(args.qmp_socket)
+        elif args.xl_cfg:
+            disks = hostconfig.for_xl_cfg(_read(args.xl_cfg))
         else:
-            die(
-                "name a source: --qemu-pid, --qemu-cmdline, --proxmox-config, "
-                "--libvirt-xml or --xl-json"
-            )
-    except (OSError, ValueError) as exc:
+            disks = hostconfig.for_xl_json(_read(args.xl_json))
+        chosen = hostconfig.select(disks, args.disk)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
         die(str(exc))
     if args.format == "tags":
-        print(" ".join(f"--tag {k}={v}" for k, v in tags.items()))
+        if len(chosen) == 1:
+            print(hostconfig.tags_line(chosen[0]))
+        else:
+            for disk in chosen:
+                what = (
+                    "" if disk.is_target else f", {disk.kind}: not a benchmark target"
+                )
+                print(f"# {disk.id} ({disk.bus}{what})")
+                print(hostconfig.tags_line(disk))
+    elif args.disk:
+        print(json.dumps(chosen[0].to_dict(), indent=2))
     else:
-        print(json.dumps(tags, indent=2))
+        print(json.dumps({"disks": [d.to_dict() for d in chosen]}, indent=2))
     return 0
 
 
@@ -361,15 +373,39 @@ def build_parser() -> argparse.ArgumentParser:
     tag_arg(d)
     d.set_defaults(func=cmd_detect)
 
-    h = sub.add_parser("host-config", help="read a VM's disk configuration as tags")
+    h = sub.add_parser(
+        "host-config",
+        help="read a VM's disk configuration: what QEMU really runs, per disk",
+        description="Every disk of a VM with its effective cache mode, aio, "
+        "iothread, bus, image format and storage backend, and where each value "
+        "comes from.  FILE may be - for standard input.",
+    )
     src = h.add_mutually_exclusive_group(required=True)
-    src.add_argument("--qemu-pid", type=int)
-    src.add_argument("--qemu-cmdline")
-    src.add_argument("--proxmox-config", metavar="FILE", help="`qm config VMID` output")
+    src.add_argument("--qemu-pid", type=int, help="a running QEMU process")
+    src.add_argument("--qemu-cmdline", metavar="TEXT", help="a QEMU command line")
+    src.add_argument(
+        "--qemu-cmdline-file",
+        metavar="FILE",
+        help="a QEMU command line in a file (qm showcmd, libvirt .args, "
+        "/proc/PID/cmdline)",
+    )
+    src.add_argument(
+        "--proxmox-config", metavar="FILE", help="`qm config VMID` or VMID.conf"
+    )
     src.add_argument("--libvirt-xml", metavar="FILE", help="`virsh dumpxml` output")
-    src.add_argument("--xl-json", metavar="FILE", help="`xl list -l DOMAIN` output")
+    src.add_argument(
+        "--qmp-json",
+        metavar="FILE",
+        help="QMP query-block reply (with query-iothreads, "
+        "query-named-block-nodes replies if you have them)",
+    )
+    src.add_argument("--qmp-socket", metavar="PATH", help="a live QMP unix socket")
+    src.add_argument("--xl-cfg", metavar="FILE", help="Xen xl.cfg or disk specs")
+    src.add_argument("--xl-json", metavar="FILE", help="`xl list -l` JSON")
     h.add_argument("--storage-cfg", metavar="FILE", help="/etc/pve/storage.cfg")
-    h.add_argument("--disk", help="which disk (drive id, scsi0, target dev...)")
+    h.add_argument(
+        "--disk", help="one disk (scsi0, vda, xvda, a drive id or node-name)"
+    )
     h.add_argument("--format", choices=["json", "tags"], default="json")
     h.set_defaults(func=cmd_host_config)
 

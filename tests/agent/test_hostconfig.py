@@ -1,111 +1,341 @@
-"""host-config: effective disk settings from each stack's configuration."""
+"""host-config: effective disk settings from QEMU command lines, and --disk."""
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from benchdb_agent import hostconfig
+from benchdb_agent import hostconfig, vocab
+from benchdb_agent.hostconfig import qemu
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples" / "hostconfig"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def text(name: str) -> str:
     return (SAMPLES / name).read_text()
 
 
-def test_proxmox_defaults_to_cache_none_and_reads_storage_types():
-    qm, storage = text("proxmox-qm-config.txt"), text("proxmox-storage.cfg")
-    scsi0 = hostconfig.proxmox(qm, storage, "scsi0")
-    assert scsi0 == {
-        "platform": "proxmox",
-        "cache_mode": "none",  # no cache= on Proxmox means none
-        "aio_mode": "default",
-        "iothread": "yes",
-        "image_format": "raw",
-        "storage_backend": "lvm-thin",
-        "disk_bus": "virtio-scsi",
-    }
-    scsi1 = hostconfig.proxmox(qm, storage, "scsi1")
-    assert scsi1["cache_mode"] == "writeback"
-    assert scsi1["aio_mode"] == "native"
-    assert scsi1["image_format"] == "qcow2"
-    assert scsi1["storage_backend"] == "file"
-    virtio2 = hostconfig.proxmox(qm, storage, "virtio2")
-    assert virtio2["disk_bus"] == "virtio-blk"
-    assert virtio2["storage_backend"] == "zfs"
-    assert virtio2["cache_mode"] == "unsafe"
+def by_id(disks):
+    return {d.id: d for d in disks}
 
 
-def test_proxmox_unknown_disk_is_an_error():
-    with pytest.raises(ValueError, match="no disk 'sata5'"):
-        hostconfig.proxmox(text("proxmox-qm-config.txt"), None, "sata5")
-    with pytest.raises(ValueError, match="no disk lines"):
-        hostconfig.proxmox("cores: 2\nmemory: 512\n")
+def agent(*args, stdin=None):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
+    return subprocess.run(
+        [sys.executable, "-m", "benchdb_agent.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        input=stdin,
+        timeout=60,
+    )
 
 
-def test_libvirt_defaults_to_qemu_writeback():
-    xml = text("libvirt-domain.xml")
-    vda = hostconfig.libvirt(xml, "vda")
-    assert vda["cache_mode"] == "writeback"  # no cache=: QEMU's default
-    assert vda["image_format"] == "qcow2"
-    assert vda["disk_bus"] == "virtio-blk"
-    sda = hostconfig.libvirt(xml, "sda")
-    assert sda["cache_mode"] == "none" and sda["aio_mode"] == "native"
-    assert sda["disk_bus"] == "virtio-scsi"
-    assert sda["storage_backend"] == "lvm"
-    with pytest.raises(ValueError, match="not libvirt domain XML"):
-        hostconfig.libvirt("<domain")
-
-
-def test_xen_xl_list():
-    tags = hostconfig.xen(text("xl-list-l.json"))
-    assert tags["virtualization"] == "xen-pv"
-    assert tags["disk_bus"] == "xen-blkfront"
-    assert tags["storage_backend"] == "lvm"
-    assert tags["cache_mode"] == "default"
-
-
-def test_qemu_blockdev_cache_flags():
-    argv = text("qemu-blockdev.argv").splitlines()
-    tags = hostconfig.qemu_cmdline(argv)
-    assert tags["cache_mode"] == "none"  # direct=on, no-flush=off, write-cache=on
-    assert tags["image_format"] == "qcow2"
-    assert tags["virtualization"] == "kvm"
-    assert tags["disk_bus"] == "virtio-blk"
+# -- the cache rule -----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("cache", "expected"),
+    ("flags", "mode"),
     [
-        ("none", "none"),
-        ("writeback", "writeback"),
-        ("unsafe", "unsafe"),
-        ("directsync", "directsync"),
-        ("writethrough", "writethrough"),
-        (None, "writeback"),
+        ((True, False, False), "writeback"),
+        ((True, True, False), "none"),
+        ((False, False, False), "writethrough"),
+        ((False, True, False), "directsync"),
+        ((True, False, True), "unsafe"),
+        ((True, True, True), "unsafe"),
+        ((False, False, True), "unsafe"),
     ],
 )
-def test_qemu_drive_cache_modes(cache, expected):
-    drive = "file=/img/d.raw,format=raw,if=virtio" + (
+def test_cache_mode_from_flags(flags, mode):
+    assert hostconfig.cache_mode(*flags) == mode
+
+
+@pytest.mark.parametrize(
+    ("cache", "write_cache", "expected"),
+    [
+        ("none", None, "none"),
+        ("none", "off", "directsync"),  # the device's write-cache wins
+        ("writethrough", "on", "writeback"),
+        ("directsync", "on", "none"),
+        ("writeback", "off", "writethrough"),
+        ("unsafe", None, "unsafe"),
+        (None, None, "writeback"),  # -drive without cache= is writeback
+        (None, "off", "writethrough"),
+    ],
+)
+def test_drive_cache_with_device_write_cache(cache, write_cache, expected):
+    drive = "file=/img/d.raw,format=raw,if=none,id=d0" + (
         f",cache={cache}" if cache else ""
     )
-    tags = hostconfig.qemu_cmdline(f"qemu-system-x86_64 -accel tcg -drive {drive}")
-    assert tags["cache_mode"] == expected
-    assert tags["virtualization"] == "qemu-tcg"
-    assert tags["disk_bus"] == "virtio-blk"
-
-
-def test_qemu_buses():
-    base = "qemu-system-x86_64 -drive file=/img/d,format=raw,if=none,id=d1,cache=none"
-    scsi = hostconfig.qemu_cmdline(
-        base + " -device virtio-scsi-pci,id=s0 -device scsi-hd,drive=d1"
+    dev = "virtio-blk-pci,drive=d0,id=vd0" + (
+        f",write-cache={write_cache}" if write_cache else ""
     )
-    assert scsi["disk_bus"] == "virtio-scsi"
-    ahci = hostconfig.qemu_cmdline(
+    (disk,) = hostconfig.for_qemu_cmdline(
+        ["qemu-system-x86_64", "-drive", drive, "-device", dev]
+    )
+    assert disk.cache_mode == expected
+    if write_cache and expected != (cache or "writeback"):
+        assert disk.sources["cache_mode"].startswith(
+            "the device's write-cache overrides the drive"
+        )
+    assert disk.bus == "virtio-blk"
+    assert disk.aliases == ["vd0"]
+
+
+def test_drive_single_cache_flags_override_cache_mode():
+    (disk,) = hostconfig.for_qemu_cmdline(
+        "qemu-system-x86_64 -drive file=/i.raw,if=virtio,cache=writeback,"
+        "cache.direct=on,aio=native"
+    )
+    assert disk.cache_mode == "none"
+    assert disk.aio == "native"
+    assert "cache.direct=on" in disk.sources["cache_mode"]
+
+
+# -- -blockdev chains -----------------------------------------------------------
+
+PVE_BLOCKDEV = (
+    '{"detect-zeroes":"unmap","discard":"unmap","driver":"throttle","file":'
+    '{"cache":{"direct":true,"no-flush":false},"driver":"raw","file":{"aio":'
+    '"native","cache":{"direct":true,"no-flush":false},"driver":"host_device",'
+    '"filename":"/dev/pve/vm-100-disk-0","node-name":"e1"},"node-name":"f1"},'
+    '"node-name":"drive-scsi0","throttle-group":"throttle-drive-scsi0"}'
+)
+
+
+def test_blockdev_follows_throttle_to_format_to_protocol():
+    (disk,) = hostconfig.for_qemu_cmdline(
+        [
+            "/usr/bin/kvm",
+            "-id",
+            "100",
+            "-device",
+            "virtio-scsi-pci,id=virtioscsi0,iothread=iothread-virtioscsi0",
+            "-blockdev",
+            PVE_BLOCKDEV,
+            "-device",
+            "scsi-hd,bus=virtioscsi0.0,drive=drive-scsi0,id=scsi0,write-cache=on",
+        ]
+    )
+    assert disk.id == "drive-scsi0" and "scsi0" in disk.aliases
+    assert disk.cache_mode == "none"  # not the throttle node's absent flags
+    assert disk.aio == "native"
+    assert disk.image_format == "raw"
+    assert disk.storage_backend == "lvm"
+    assert disk.bus == "virtio-scsi"
+    assert disk.iothread == "yes" and disk.iothread_id == "iothread-virtioscsi0"
+    assert disk.platform == "proxmox" and disk.virtualization == "kvm"
+
+
+def test_blockdev_key_value_chain_by_node_name_and_absent_flags_are_off():
+    argv = [
+        "qemu-system-x86_64",
+        "-accel",
+        "kvm",
+        "-blockdev",
+        "driver=file,filename=/img/a.qcow2,node-name=proto0,aio=io_uring",
+        "-blockdev",
+        "driver=qcow2,file=proto0,node-name=fmt0",
+        "-device",
+        "virtio-blk-pci,drive=fmt0,id=vd0",
+        "-blockdev",
+        "driver=file,filename=/img/b.raw,node-name=proto1,cache.direct=on",
+        "-blockdev",
+        "driver=raw,file=proto1,node-name=fmt1",
+        "-device",
+        "virtio-blk-pci,drive=fmt1,id=vd1,write-cache=off",
+        "-blockdev",
+        "driver=qcow2,node-name=fmt2,file.driver=file,file.filename=/img/c.qcow2,"
+        "cache.no-flush=on",
+        "-device",
+        "scsi-hd,drive=fmt2,id=sd2",
+    ]
+    disks = by_id(hostconfig.for_qemu_cmdline(argv))
+    assert list(disks) == ["fmt0", "fmt1", "fmt2"]  # protocol nodes are not disks
+    assert disks["fmt0"].cache_mode == "writeback"  # absent flags: off; auto: on
+    assert disks["fmt0"].image_format == "qcow2"
+    assert disks["fmt0"].aio == "io_uring"
+    assert disks["fmt1"].cache_mode == "directsync"
+    # an inline child inherits cache.no-flush from its parent
+    assert disks["fmt2"].cache_mode == "unsafe"
+    assert disks["fmt2"].aio == "threads"
+    assert disks["fmt2"].bus == "scsi"  # no SCSI controller named
+
+
+def test_mixed_drive_and_blockdev_each_disk_its_own_values():
+    argv = [
+        "qemu-system-x86_64",
+        "-drive",
+        "file=/img/boot.qcow2,format=qcow2,if=none,id=boot,cache=unsafe",
+        "-device",
+        "virtio-blk-pci,drive=boot,id=vd0",
+        "-blockdev",
+        '{"driver":"file","filename":"/img/bench.raw","node-name":"p",'
+        '"cache":{"direct":true}}',
+        "-blockdev",
+        '{"driver":"raw","file":"p","node-name":"bench","cache":{"direct":true}}',
+        "-device",
+        "virtio-blk-pci,drive=bench,id=vd1",
+        "-drive",
+        "file=/img/data.raw,format=raw,if=virtio,aio=native,cache=directsync",
+    ]
+    disks = by_id(hostconfig.for_qemu_cmdline(argv))
+    assert disks["boot"].cache_mode == "unsafe"
+    assert disks["boot"].image_format == "qcow2"
+    assert disks["bench"].cache_mode == "none"
+    assert disks["bench"].path == "/img/bench.raw"
+    assert disks["virtio0"].cache_mode == "directsync"
+    assert disks["virtio0"].aio == "native"
+    assert disks["virtio0"].bus == "virtio-blk"
+
+
+def test_legacy_drives_without_device():
+    argv = (
+        "qemu-system-x86_64 -M q35 -drive file=/i/a.raw,if=virtio,format=raw "
+        "-drive file=/i/b.raw,if=ide,format=raw -cdrom /i/x.iso "
+        "-drive if=pflash,unit=0,readonly=on,file=/fw/CODE.fd "
+        "-drive if=pflash,unit=1,file=/fw/VARS.fd"
+    )
+    disks = by_id(hostconfig.for_qemu_cmdline(argv))
+    assert disks["virtio0"].bus == "virtio-blk"
+    assert disks["ide0-hd0"].bus == "sata"  # q35: -drive if=ide is on AHCI
+    assert disks["ide1-cd0"].kind == "cdrom" and not disks["ide1-cd0"].is_target
+    assert disks["pflash1"].kind == "efivars"
+    assert disks["pflash0"].kind == "pflash"
+    pc = hostconfig.for_qemu_cmdline("qemu-system-x86_64 -drive file=/i,if=ide")
+    assert pc[0].bus == "ide" and pc[0].id == "ide0-hd0"
+
+
+def test_buses():
+    base = "qemu-system-x86_64 -drive file=/img/d,format=raw,if=none,id=d1,cache=none"
+    (scsi,) = hostconfig.for_qemu_cmdline(
+        base + " -device virtio-scsi-pci,id=s0 -device scsi-hd,drive=d1,bus=s0.0"
+    )
+    assert scsi.bus == "virtio-scsi"
+    (lsi,) = hostconfig.for_qemu_cmdline(
+        base + " -device lsi,id=scsihw0 -device scsi-hd,drive=d1,bus=scsihw0.0"
+    )
+    assert lsi.bus == "scsi"
+    (ahci,) = hostconfig.for_qemu_cmdline(
         base + " -device ich9-ahci,id=ahci0 -device ide-hd,drive=d1,bus=ahci0.0"
     )
-    assert ahci["disk_bus"] == "sata"
-    ide = hostconfig.qemu_cmdline("qemu-system-x86_64 -M pc -drive file=/i,if=ide")
-    assert ide["disk_bus"] == "ide"
-    with pytest.raises(ValueError, match="no -drive"):
-        hostconfig.qemu_cmdline("qemu-system-x86_64 -m 512")
+    assert ahci.bus == "sata"
+    (q35,) = hostconfig.for_qemu_cmdline(
+        base + " -machine q35 -device ide-hd,drive=d1,bus=ide.0"
+    )
+    assert q35.bus == "sata"
+    (nvme,) = hostconfig.for_qemu_cmdline(
+        base + " -device nvme,drive=d1,serial=x,id=nv0"
+    )
+    assert nvme.bus == "nvme"
+
+
+@pytest.mark.parametrize(
+    ("cmdline", "virt"),
+    [
+        ("/usr/bin/kvm -drive file=/i,if=virtio", "kvm"),
+        ("qemu-system-x86_64 -enable-kvm -drive file=/i,if=virtio", "kvm"),
+        ("qemu-system-x86_64 -machine pc,accel=kvm -drive file=/i,if=virtio", "kvm"),
+        ("qemu-system-x86_64 -accel kvm -drive file=/i,if=virtio", "kvm"),
+        ("qemu-system-x86_64 -drive file=/i,if=virtio", "qemu-tcg"),
+        ("qemu-system-x86_64 -accel tcg -drive file=/i,if=virtio", "qemu-tcg"),
+        ("/usr/bin/kvm -accel tcg -drive file=/i,if=virtio", "qemu-tcg"),
+    ],
+)
+def test_virtualization(cmdline, virt):
+    assert hostconfig.for_qemu_cmdline(cmdline)[0].virtualization == virt
+
+
+# -- command lines from files ---------------------------------------------------
+
+
+def test_command_line_files_in_every_form():
+    argv = [
+        "/usr/bin/qemu-system-x86_64",
+        "-drive",
+        "file=/img/a b.raw,format=raw,if=none,id=d0,cache=none",
+        "-device",
+        "virtio-blk-pci,drive=d0",
+    ]
+    shell = (
+        "LC_ALL=C \\\nPATH=/bin \\\nHOME=/var/lib/libvirt/qemu \\\n"
+        "/usr/bin/qemu-system-x86_64 \\\n"
+        "-drive 'file=/img/a b.raw,format=raw,if=none,id=d0,cache=n\\\none' \\\n"
+        "-device virtio-blk-pci,drive=d0\n"
+    )
+    assert qemu.split_command(shell) == argv
+    assert qemu.split_command("\0".join(argv) + "\0") == argv
+    assert qemu.split_command("\n".join(argv) + "\n") == argv
+    assert qemu.split_command("env A=1 " + " ".join(map(repr, argv))) == argv
+    with pytest.raises(ValueError, match="cannot split"):
+        qemu.split_command("qemu -drive 'file=/x")
+
+
+def test_libvirt_blockdev_sample_reads_every_disk():
+    argv = text("qemu-blockdev.argv").splitlines()
+    (disk,) = hostconfig.for_qemu_cmdline(argv)
+    assert disk.cache_mode == "none"  # direct=on, no-flush=off, write-cache=on
+    assert disk.image_format == "qcow2"
+    assert disk.virtualization == "kvm"
+    assert disk.bus == "virtio-blk"
+    assert disk.id == "libvirt-2-format" and "virtio-disk0" in disk.aliases
+
+
+# -- --disk and output ------------------------------------------------------------
+
+
+def test_select_never_answers_for_another_disk():
+    disks = hostconfig.for_qemu_cmdline(
+        "qemu-system-x86_64 -drive file=/a,if=virtio -drive file=/b,if=virtio"
+    )
+    assert hostconfig.pick(disks, "virtio1").path == "/b"
+    with pytest.raises(ValueError, match=r"no disk 'vdz'; the disks are: virtio0, "):
+        hostconfig.pick(disks, "vdz")
+
+
+def test_cli_unknown_disk_is_an_error_listing_ids(tmp_path):
+    cmd = tmp_path / "cmd"
+    cmd.write_text(
+        "qemu-system-x86_64 -drive file=/a,if=none,id=os -device virtio-blk-pci,"
+        "drive=os \\\n -drive file=/b,if=none,id=bench,cache=none "
+        "-device virtio-blk-pci,drive=bench\n"
+    )
+    bad = agent("host-config", "--qemu-cmdline-file", str(cmd), "--disk", "nope")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "no disk 'nope'; the disks are: os, bench" in bad.stderr
+    good = agent(
+        "host-config",
+        "--qemu-cmdline-file",
+        "-",
+        "--disk",
+        "bench",
+        stdin=cmd.read_text(),
+    )
+    assert good.returncode == 0, good.stderr
+    doc = json.loads(good.stdout)
+    assert doc["id"] == "bench" and doc["tags"]["cache_mode"] == "none"
+    assert doc["sources"]["cache_mode"].startswith("set in the config")
+    every = json.loads(agent("host-config", "--qemu-cmdline-file", str(cmd)).stdout)
+    assert [d["id"] for d in every["disks"]] == ["os", "bench"]
+
+
+def test_tags_output_is_shell_safe_and_valid(tmp_path):
+    out = agent(
+        "host-config",
+        "--qemu-cmdline",
+        "qemu-system-x86_64 -drive 'file=/i;rm -rf x,if=virtio,cache=none'",
+        "--format",
+        "tags",
+    )
+    assert out.returncode == 0, out.stderr
+    import shlex
+
+    words = shlex.split(out.stdout)
+    assert words[0::2] == ["--tag"] * (len(words) // 2)
+    for word in words[1::2]:
+        key, value = word.split("=", 1)
+        assert value in vocab.values(vocab.TAG_VOCABULARIES[key])
