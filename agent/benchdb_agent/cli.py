@@ -6,6 +6,7 @@
     benchdb-agent parse FILE                       normalize any tool output
     benchdb-agent import FILE...                   bundle existing tool outputs
     benchdb-agent upload FILE... | --pending       send bundles (spooled on failure)
+    benchdb-agent vm --qemu-pid PID --disk ID ...  a VM's disk and its host, paired
 
 Exit codes: 0 success, 1 the run or upload failed, 2 bad usage or input,
 3 refused for safety.
@@ -32,6 +33,7 @@ from . import (
     vocab,
 )
 from . import upload as upload_mod
+from . import vm as vm_mod
 
 EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
 
@@ -329,6 +331,30 @@ def cmd_upload(args) -> int:
     return code
 
 
+def cmd_vm(args) -> int:
+    def emit(doc: dict, path: str) -> int:
+        out = argparse.Namespace(
+            out=path,
+            json=False,
+            upload=args.upload,
+            token=args.token,
+            spool_dir=args.spool_dir,
+        )
+        return _emit(doc, out)
+
+    try:
+        return vm_mod.run(args, emit, log)
+    except vm_mod.VmError as exc:
+        die(str(exc), EXIT_FAILED)
+    except safety.SafetyError as exc:
+        die(str(exc), EXIT_REFUSED)
+    except (runner.RunError, OSError, ValueError) as exc:
+        die(str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:
+        die("interrupted; the VM's configuration was restored", EXIT_FAILED)
+    return EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="benchdb-agent",
@@ -458,6 +484,58 @@ def build_parser() -> argparse.ArgumentParser:
     tag_arg(im)
     out_args(im)
     im.set_defaults(func=cmd_import)
+
+    v = sub.add_parser(
+        "vm",
+        help="on a KVM host: a VM disk's guest run and host baseline, paired, "
+        "tagged from the real configuration; --cache-modes sweeps its cache modes",
+    )
+    which = v.add_mutually_exclusive_group(required=True)
+    which.add_argument("--proxmox", metavar="VMID", help="a Proxmox VE VM")
+    which.add_argument("--libvirt", metavar="DOMAIN", help="a libvirt domain")
+    which.add_argument("--qemu-pid", type=int, metavar="PID", help="a plain QEMU")
+    v.add_argument(
+        "--disk",
+        required=True,
+        help="the disk: scsi0/virtio1 (Proxmox), target dev vdb (libvirt), "
+        "-drive id (QEMU)",
+    )
+    v.add_argument("--connect", metavar="URI", help="libvirt URI (virsh -c)")
+    v.add_argument("--qmp", metavar="SOCKET", help="QEMU's QMP socket (query-block)")
+    v.add_argument("--qga-socket", metavar="SOCKET", help="the guest agent socket")
+    tgt = v.add_mutually_exclusive_group()
+    tgt.add_argument("--guest-dir", help="directory in the guest to test")
+    tgt.add_argument(
+        "--guest-device", help="blank disk in the guest to test (its data is lost)"
+    )
+    v.add_argument("--guest-python", default="python3", help="python in the guest")
+    v.add_argument(
+        "--host-dir",
+        help="scratch directory for the host baseline on the disk's storage "
+        "(default: next to the image file)",
+    )
+    v.add_argument(
+        "--cache-modes",
+        metavar="MODES",
+        help="sweep: none,writethrough,writeback,directsync,unsafe (or all); "
+        "restarts the VM per mode and restores it at the end",
+    )
+    v.add_argument("--yes", action="store_true", help="do not ask before a sweep")
+    v.add_argument("--pair", help="pair id (default: generated)")
+    v.add_argument("--out-dir", help="where the bundles are written (default .)")
+    v.add_argument("--agent-timeout", type=_positive, default=300)
+    v.add_argument("--guest-timeout", type=_positive, default=7200)
+    v.add_argument("--profile", choices=suite.PROFILES, default="quick")
+    v.add_argument("--repeats", type=_positive)
+    v.add_argument("--max-repeats", type=_positive)
+    v.add_argument("--runtime", type=_positive)
+    v.add_argument("--size")
+    v.add_argument("--ioping-count", type=_positive)
+    v.add_argument("--test", action="append")
+    v.add_argument("--upload", action="append", metavar="URL", help="send both bundles")
+    v.add_argument("--token", default=os.environ.get("BENCHDB_TOKEN"))
+    v.add_argument("--spool-dir")
+    v.set_defaults(func=cmd_vm)
 
     u = sub.add_parser("upload", help="send bundles; --pending resends spooled ones")
     u.add_argument("files", nargs="*")

@@ -53,7 +53,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 # Bump when the layout of the built initramfs changes: part of the cache key.
-BUILD_VERSION = "1"
+BUILD_VERSION = "2"
 
 CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
 # The guest-visible write cache each QEMU cache mode implies: QEMU advertises
@@ -84,9 +84,15 @@ GUEST_BINARIES = (
     "/usr/bin/df",
     "/usr/sbin/mke2fs",
 )
+# The QEMU guest agent (Debian's qemu-guest-agent), for ``benchdb-agent vm``:
+# the guest starts it on its virtio-serial port when booted with
+# ``benchdb.qga`` on the kernel command line (see INIT_SCRIPT).
+QGA_BINARY = "/usr/sbin/qemu-ga"
+QGA_PORT_NAME = "org.qemu.guest_agent.0"
 # Copied when the host has them: the agent uses them where present and must
 # cope without them (minimal guests lack them too).
 OPTIONAL_BINARIES = (
+    QGA_BINARY,
     "/usr/bin/systemd-detect-virt",
     "/usr/bin/lsblk",
     "/usr/bin/findmnt",
@@ -94,6 +100,7 @@ OPTIONAL_BINARIES = (
 )
 GUEST_MODULES = (
     "virtio_pci",
+    "virtio_console",
     "virtio_blk",
     "virtio_scsi",
     "sd_mod",
@@ -157,6 +164,28 @@ mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
 for m in $(cat /etc/benchdb-modules); do insmod "$m" 2>/dev/null; done
 echo "benchdb-guest: modules loaded at $(cut -d' ' -f1 /proc/uptime)s"
+if grep -q benchdb.qga /proc/cmdline; then
+    # A long-lived guest driven from the host through its guest agent: find
+    # the virtio-serial port by name (no udev here to make the symlink).
+    port=
+    i=0
+    while [ -z "$port" ] && [ $i -lt 200 ]; do
+        for n in /sys/class/virtio-ports/*/name; do
+            [ -e "$n" ] && [ "$(cat "$n")" = "{qga_port}" ] || continue
+            port=/dev/$(basename $(dirname "$n"))
+        done
+        [ -z "$port" ] && sleep 0.1
+        i=$((i + 1))
+    done
+    mkdir -p /dev/virtio-ports /run/qga
+    ln -sf "$port" /dev/virtio-ports/{qga_port}
+    echo "benchdb-guest: guest agent on $port at $(cut -d' ' -f1 /proc/uptime)s"
+    while true; do
+        qemu-ga -m virtio-serial -p "$port" -t /run/qga -f /run/qga/qemu-ga.pid
+        echo "benchdb-guest: qemu-ga exited ($?), restarting"
+        sleep 1
+    done
+fi
 io=
 i=0
 while [ -z "$io" ] && [ $i -lt 200 ]; do
@@ -349,13 +378,23 @@ def _populate_tree(tree: Path, version: str) -> None:
     for module in modules:
         _copy_into(tree, module)
     (tree / "etc/benchdb-modules").write_text("\n".join(modules) + "\n")
+    # qemu-ga's guest-shutdown runs /sbin/shutdown; busybox has none.
+    shutdown = tree / "usr/sbin/shutdown"
+    if shutdown.is_symlink() or shutdown.exists():
+        shutdown.unlink()
+    shutdown.write_text("#!/bin/sh\nsync\npoweroff -f\n")
+    shutdown.chmod(0o755)
     for etc in ("/etc/mke2fs.conf", "/etc/os-release"):
         _copy_into(tree, etc)
     (tree / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
     (tree / "etc/group").write_text("root:x:0:\n")
     (tree / "etc/hostname").write_text("benchdb-guest\n")
     init = tree / "init"
-    init.write_text(INIT_SCRIPT.replace("{io_serial}", IO_SERIAL))
+    init.write_text(
+        INIT_SCRIPT.replace("{io_serial}", IO_SERIAL).replace(
+            "{qga_port}", QGA_PORT_NAME
+        )
+    )
     init.chmod(0o755)
 
 
@@ -637,6 +676,123 @@ def boot_guest(
         "console": console,
         "workdir": str(workdir),
     }
+
+
+def qga_vm_command(
+    guest: dict, workdir: Path, cache_mode: str, accel: str = "tcg"
+) -> list[str]:
+    """A long-lived guest reachable through its guest agent (``benchdb.qga``).
+
+    Like a VM a user runs: no job disk; qemu-ga on the virtio-serial port
+    ``org.qemu.guest_agent.0`` (host side: ``qga.sock``); the bench disk
+    (virtio-blk, drive id ``bench``, raw) in ``disks/``.  Two QMP sockets:
+    ``qmp.sock`` for the agent under test, ``test-qmp.sock`` for the test's
+    own ``query-block`` checks, so neither waits for the other.  Paths are
+    relative to ``workdir``, QEMU's working directory, as in many hand-written
+    command lines (the agent must restart it from the same directory).
+    """
+    if cache_mode not in CACHE_MODES:
+        raise GuestError(f"unknown cache mode {cache_mode}")
+    return [
+        "qemu-system-x86_64",
+        "-accel",
+        accel,
+        "-m",
+        str(GUEST_MEMORY_MB),
+        "-smp",
+        "1",
+        "-machine",
+        "q35",
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+        "-qmp",
+        "unix:qmp.sock,server=on,wait=off",
+        "-qmp",
+        "unix:test-qmp.sock,server=on,wait=off",
+        "-serial",
+        "file:console.log",
+        "-kernel",
+        guest["kernel"],
+        "-initrd",
+        guest["initramfs"],
+        "-append",
+        "console=ttyS0 panic=-1 quiet benchdb.qga",
+        "-chardev",
+        "socket,path=qga.sock,server=on,wait=off,id=qga0",
+        "-device",
+        "virtio-serial-pci",
+        "-device",
+        f"virtserialport,chardev=qga0,name={QGA_PORT_NAME}",
+        "-drive",
+        f"file=disks/bench.raw,format=raw,if=none,id=bench,cache={cache_mode},"
+        "aio=threads",
+        "-device",
+        f"virtio-blk-pci,drive=bench,serial={BENCH_SERIAL}",
+    ]
+
+
+def start_qga_vm(
+    guest: dict, workdir: Path, cache_mode: str = "writeback", accel: str = "tcg"
+) -> subprocess.Popen:
+    """Start the guest agent VM in ``workdir`` (a blank 1 GiB bench disk)."""
+    if not os.path.exists(QGA_BINARY):
+        raise GuestError(
+            f"{QGA_BINARY} is missing: apt-get install qemu-guest-agent, then "
+            "rebuild the guest"
+        )
+    workdir = Path(workdir)
+    (workdir / "disks").mkdir(parents=True, exist_ok=True)
+    bench = workdir / "disks" / "bench.raw"
+    if not bench.exists():
+        with bench.open("wb") as handle:
+            handle.truncate(BENCH_DISK_BYTES)
+    argv = qga_vm_command(guest, workdir, cache_mode, accel)
+    log = (workdir / "qemu.log").open("ab")
+    return subprocess.Popen(
+        argv,
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def qmp(path: Path, command: str, arguments: dict | None = None, timeout=10.0):
+    """One QMP command on a QMP socket; returns its ``return`` value."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(path))
+        reader = sock.makefile("rb")
+        json.loads(reader.readline())  # greeting
+        message = {"execute": command}
+        if arguments:
+            message["arguments"] = arguments
+        for msg in ({"execute": "qmp_capabilities"}, message):
+            sock.sendall(json.dumps(msg).encode() + b"\n")
+            while True:
+                answer = json.loads(reader.readline())
+                if "return" in answer or "error" in answer:
+                    break
+            if "error" in answer:
+                raise GuestError(f"QMP {msg['execute']}: {answer['error']}")
+        return answer["return"]
+
+
+def cache_mode_of(block: dict) -> str:
+    """The cache mode a ``query-block`` entry's cache flags mean."""
+    cache = block["inserted"]["cache"]
+    flags = (cache["writeback"], cache["direct"], cache["no-flush"])
+    return {
+        (True, True, False): "none",
+        (False, False, False): "writethrough",
+        (True, False, False): "writeback",
+        (False, True, False): "directsync",
+        (True, False, True): "unsafe",
+        (True, True, True): "unsafe",
+    }[flags]
 
 
 def _read_results(image: Path) -> dict:

@@ -1,0 +1,1047 @@
+"""``benchdb-agent vm``: measure a VM's disk and the storage under it, paired.
+
+Run as root on the KVM host.  The VM is named by its Proxmox VMID, libvirt
+domain or QEMU pid, the disk by its id.  The agent
+
+1. reads that disk's effective settings with the host-config reader (so the
+   tags are the configuration, not what somebody remembered);
+2. runs the suite natively on the storage under the disk (a scratch folder
+   on the image's filesystem, never the image or volume itself): the host
+   baseline;
+3. copies itself into the guest through the QEMU guest agent and runs the
+   same profile there against the directory or blank disk the user names,
+   tagged with the host's values (marked ``host-config`` in the bundle's
+   ``tag_sources``) and with the same pair id;
+4. with ``--cache-modes``, repeats step 3 per cache mode: change the disk's
+   cache mode (``qm set``, libvirt XML through ``virsh define``, or a plain
+   QEMU restarted with the changed command line), restart the VM, wait for
+   its guest agent, measure; all runs share a sweep id.  The original
+   configuration is restored at the end, on failure and on Ctrl-C/SIGTERM.
+
+Without a guest agent it prints the command to run inside the guest instead,
+with the tags and the pair id filled in.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import xml.etree.ElementTree as ET
+
+from . import bundle as bundle_mod
+from . import hostconfig, qga, runner, suite, zipapp_build
+
+CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
+# The tags the host reads for a guest run (all of them, when known).
+HOST_TAGS = (
+    "platform",
+    "virtualization",
+    "cache_mode",
+    "aio_mode",
+    "iothread",
+    "image_format",
+    "storage_backend",
+    "disk_bus",
+    "host_filesystem",
+)
+GUEST_DIR = "/tmp"
+
+
+class VmError(RuntimeError):
+    """What went wrong, in words the user can act on."""
+
+
+# --- reading a disk's configuration -------------------------------------------
+
+
+class DiskConfig:
+    """One virtual disk as the host runs it: tags, image path, where read."""
+
+    def __init__(self, disk_id: str, tags: dict, path: str | None, source: str):
+        self.id = disk_id
+        self.tags = {k: v for k, v in tags.items() if k in HOST_TAGS and v}
+        self.path = path
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"DiskConfig({self.id!r}, {self.tags!r}, {self.path!r})"
+
+
+def _read_tags(kind: str, text, disk_id, storage_cfg=None) -> dict:
+    """The host-config reader's tags for one disk (one place to adapt it)."""
+    if kind == "qemu":
+        disk = hostconfig.qemu_cmdline(text, disk_id)
+    elif kind == "libvirt":
+        disk = hostconfig.libvirt(text, disk_id)
+    else:
+        disk = hostconfig.proxmox(text, storage_cfg, disk_id)
+    # The reader may answer with a Disk object (to_tags) or a tag dict.
+    tags = disk.to_tags() if hasattr(disk, "to_tags") else dict(disk)
+    return {str(k): str(v) for k, v in tags.items() if isinstance(v, str)}
+
+
+def host_filesystem(path: str | None) -> str | None:
+    """The filesystem type holding ``path`` (longest mount point match)."""
+    if not path:
+        return None
+    real = os.path.realpath(path)
+    best, fstype = "", None
+    try:
+        with open("/proc/mounts") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) < 3:
+                    continue
+                mnt = parts[1].replace("\\040", " ")
+                inside = real == mnt or real.startswith(mnt.rstrip("/") + "/")
+                if inside and len(mnt) >= len(best):
+                    best, fstype = mnt, parts[2]
+    except OSError:
+        return None
+    return fstype
+
+
+# --- plain QEMU -----------------------------------------------------------------
+
+
+def _split_opts(value: str) -> list:
+    """QEMU option string -> parts (``,,`` is an escaped comma)."""
+    parts, current, i = [], "", 0
+    while i < len(value):
+        if value[i] == ",":
+            if value[i + 1 : i + 2] == ",":
+                current += ",,"
+                i += 2
+                continue
+            parts.append(current)
+            current = ""
+        else:
+            current += value[i]
+        i += 1
+    parts.append(current)
+    return parts
+
+
+def qemu_drive_index(argv: list, drive_id: str) -> int:
+    """Index in argv of the value of ``-drive ...,id=drive_id``."""
+    for i, arg in enumerate(argv[:-1]):
+        if arg in ("-drive", "--drive"):
+            if f"id={drive_id}" in _split_opts(argv[i + 1]):
+                return i + 1
+    if any(a in ("-blockdev", "--blockdev") for a in argv):
+        raise VmError(
+            f"no -drive with id={drive_id}; changing the cache mode of a -blockdev "
+            "disk is not supported (its cache is spread over cache.direct, "
+            "cache.no-flush and the device's write-cache)"
+        )
+    raise VmError(f"no -drive with id={drive_id} in the QEMU command line")
+
+
+def qemu_with_cache(argv: list, drive_id: str, mode: str) -> list:
+    """The command line with ``cache=mode`` on the drive (nothing else moves)."""
+    if mode not in CACHE_MODES:
+        raise VmError(f"unknown cache mode {mode!r}; one of {', '.join(CACHE_MODES)}")
+    index = qemu_drive_index(argv, drive_id)
+    parts = [p for p in _split_opts(argv[index]) if not p.startswith("cache=")]
+    parts.append(f"cache={mode}")
+    out = list(argv)
+    out[index] = ",".join(parts)
+    return out
+
+
+def _drive_file(argv: list, drive_id: str) -> str | None:
+    try:
+        index = qemu_drive_index(argv, drive_id)
+    except VmError:
+        return None
+    for part in _split_opts(argv[index]):
+        if part.startswith("file="):
+            return part[5:].replace(",,", ",")
+    return None
+
+
+def _qmp_socket(argv: list) -> str | None:
+    for i, arg in enumerate(argv[:-1]):
+        if arg in ("-qmp", "--qmp") and argv[i + 1].startswith("unix:"):
+            return _split_opts(argv[i + 1][5:])[0]
+    return None
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has exited
+
+
+def qmp_command(path: str, command: str, arguments=None, timeout: float = 10.0):
+    """One QMP command; returns its ``return`` value."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        reader = sock.makefile("rb")
+        json.loads(reader.readline())
+        message = {"execute": command}
+        if arguments:
+            message["arguments"] = arguments
+        for msg in ({"execute": "qmp_capabilities"}, message):
+            sock.sendall(json.dumps(msg).encode() + b"\n")
+            while True:
+                line = reader.readline()
+                if not line:
+                    raise OSError("QMP closed the connection")
+                answer = json.loads(line)
+                if "return" in answer or "error" in answer:
+                    break
+            if "error" in answer:
+                raise VmError(f"QMP {msg['execute']}: {answer['error']}")
+        return answer["return"]
+
+
+QMP_CACHE = {
+    (True, True, False): "none",
+    (False, False, False): "writethrough",
+    (True, False, False): "writeback",
+    (False, True, False): "directsync",
+    (True, False, True): "unsafe",
+    (True, True, True): "unsafe",
+}
+
+
+class QemuVm:
+    """A plain QEMU process: its command line is its configuration."""
+
+    kind = "qemu"
+
+    def __init__(self, pid: int, qmp: str | None = None, qga_socket=None, log=None):
+        self.log = log or (lambda m: None)
+        self.proc = None
+        self._load(pid)
+        self.original = list(self.argv)
+        self.qmp_arg, self.qga_arg = qmp, qga_socket
+
+    def _load(self, pid: int) -> None:
+        try:
+            raw = open(f"/proc/{pid}/cmdline", "rb").read()
+            self.cwd = os.readlink(f"/proc/{pid}/cwd")
+            env = open(f"/proc/{pid}/environ", "rb").read()
+        except OSError as exc:
+            raise VmError(
+                f"cannot read QEMU process {pid}: {exc} (run as root)"
+            ) from None
+        self.argv = [a.decode() for a in raw.split(b"\0") if a]
+        if not self.argv or "qemu" not in os.path.basename(self.argv[0]):
+            raise VmError(f"process {pid} is not QEMU ({self.argv[:1]})")
+        self.env = dict(
+            e.decode(errors="replace").split("=", 1)
+            for e in env.split(b"\0")
+            if b"=" in e
+        )
+        self.pid = pid
+
+    @property
+    def name(self) -> str:
+        return f"QEMU pid {self.pid}"
+
+    def _abs(self, path: str | None) -> str | None:
+        if not path:
+            return None
+        return path if os.path.isabs(path) else os.path.join(self.cwd, path)
+
+    def disk(self, disk_id: str) -> DiskConfig:
+        tags = _read_tags("qemu", self.argv, disk_id)
+        path = self._abs(_drive_file(self.argv, disk_id))
+        return DiskConfig(disk_id, tags, path, "qemu-cmdline")
+
+    def qmp_path(self) -> str | None:
+        return self._abs(self.qmp_arg or _qmp_socket(self.argv))
+
+    def running_cache_mode(self, disk_id: str) -> str | None:
+        """What QEMU itself says (QMP query-block), when a QMP socket is known."""
+        path = self.qmp_path()
+        if not path:
+            return None
+        for block in qmp_command(path, "query-block"):
+            names = (block.get("device"), block.get("qdev"))
+            if disk_id in names and block.get("inserted"):
+                cache = block["inserted"]["cache"]
+                key = (cache["writeback"], cache["direct"], cache["no-flush"])
+                return QMP_CACHE.get(key)
+        return None
+
+    def guest(self):
+        path = self._abs(self.qga_arg or qga.socket_from_cmdline(self.argv))
+        if not path:
+            return None
+        return qga.Guest(qga.SocketChannel(path))
+
+    def change_commands(self, disk_id: str, mode: str) -> list:
+        new = qemu_with_cache(self.argv, disk_id, mode)
+        index = qemu_drive_index(new, disk_id)
+        return [
+            f"stop QEMU pid {self.pid} (the guest is asked to power off)",
+            f"start it again from {self.cwd} with -drive {new[index]}",
+        ]
+
+    def set_cache_mode(self, disk_id: str, mode: str, guest) -> None:
+        self._restart(qemu_with_cache(self.argv, disk_id, mode), guest)
+
+    def restore(self, guest) -> bool:
+        if self.argv == self.original and _process_alive(self.pid):
+            return False
+        self._restart(self.original, guest)
+        return True
+
+    def _stop(self, guest, timeout: float = 120.0) -> None:
+        if not _process_alive(self.pid):
+            return
+        asked = False
+        if guest is not None:
+            try:
+                guest.shutdown()
+                asked = True
+            except qga.QgaError:
+                pass
+            guest.close()
+        if not asked and self.qmp_path():
+            try:
+                qmp_command(self.qmp_path(), "system_powerdown")
+            except (OSError, ValueError, VmError):
+                pass
+        if self._wait_exit(timeout):
+            return
+        self.log(f"QEMU pid {self.pid} did not power off in {timeout:.0f} s: SIGTERM")
+        os.kill(self.pid, signal.SIGTERM)
+        if not self._wait_exit(30):
+            os.kill(self.pid, signal.SIGKILL)
+            self._wait_exit(30)
+
+    def _wait_exit(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.pid == self.pid:
+                self.proc.poll()  # reap our own child
+            if not _process_alive(self.pid):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def _restart(self, argv: list, guest) -> None:
+        self._stop(guest)
+        log = open(os.path.join(tempfile.gettempdir(), "benchdb-vm-qemu.log"), "ab")
+        try:
+            # A session of its own: the VM outlives the agent, as before.
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise VmError(f"could not start QEMU again: {exc}") from None
+        finally:
+            log.close()
+        pid = proc.pid
+        if "-daemonize" in argv:
+            proc.wait(120)
+            pidfile = argv[argv.index("-pidfile") + 1] if "-pidfile" in argv else None
+            if proc.returncode != 0 or not pidfile:
+                raise VmError("a daemonized QEMU needs -pidfile to be followed")
+            pid = int(open(self._abs(pidfile)).read().strip())
+        else:
+            time.sleep(0.5)
+            if proc.poll() is not None:
+                raise VmError(
+                    f"QEMU exited at once (rc {proc.returncode}); see {log.name}"
+                )
+        self.proc, self.pid, self.argv = proc, pid, list(argv)
+        self.log(f"QEMU started again: pid {pid}")
+
+
+# --- libvirt ----------------------------------------------------------------------
+
+
+def libvirt_with_cache(xml_text: str, target_dev: str, mode: str) -> str:
+    """The domain XML with ``<driver cache=mode>`` on one disk."""
+    if mode not in CACHE_MODES:
+        raise VmError(f"unknown cache mode {mode!r}")
+    for prefix, _, uri in re.findall(r"xmlns:(\w+)=([\"'])(.*?)\2", xml_text):
+        ET.register_namespace(prefix, uri)
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as exc:
+        raise VmError(f"not libvirt domain XML: {exc}") from None
+    for disk in root.iter("disk"):
+        target = disk.find("target")
+        if target is not None and target.get("dev") == target_dev:
+            driver = disk.find("driver")
+            if driver is None:
+                driver = ET.SubElement(disk, "driver", {"name": "qemu"})
+            driver.set("cache", mode)
+            return ET.tostring(root, encoding="unicode")
+    raise VmError(f"no disk with target dev {target_dev!r} in the domain XML")
+
+
+class LibvirtVm:
+    """A libvirt domain, changed through ``virsh define`` and restarted."""
+
+    kind = "libvirt"
+
+    def __init__(self, domain: str, connect=None, virsh="virsh", log=None):
+        self.domain = domain
+        self.connect = connect
+        self.virsh = virsh
+        self.log = log or (lambda m: None)
+        self.original = self._run("dumpxml", "--inactive", domain)
+        self.changed = False
+
+    @property
+    def name(self) -> str:
+        return f"libvirt domain {self.domain}"
+
+    def command(self, *args: str) -> list:
+        argv = [self.virsh]
+        if self.connect:
+            argv += ["-c", self.connect]
+        return argv + list(args)
+
+    def _run(self, *args: str, timeout: float = 120) -> str:
+        argv = self.command(*args)
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise VmError(f"{' '.join(argv)}: {exc}") from None
+        if proc.returncode != 0:
+            raise VmError(f"{' '.join(argv)}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def disk(self, disk_id: str) -> DiskConfig:
+        live = self._run("dumpxml", self.domain)
+        tags = _read_tags("libvirt", live, disk_id)
+        path = None
+        for disk in ET.fromstring(live).iter("disk"):
+            target, source = disk.find("target"), disk.find("source")
+            if target is not None and target.get("dev") == disk_id:
+                if source is not None:
+                    path = source.get("file") or source.get("dev")
+        return DiskConfig(disk_id, tags, path, "libvirt-xml")
+
+    def running_cache_mode(self, disk_id: str) -> str | None:
+        return None
+
+    def guest(self):
+        return qga.Guest(qga.VirshChannel(self.domain, self.connect, self.virsh))
+
+    def define_commands(self, xml_path: str) -> list:
+        return [
+            self.command("define", xml_path),
+            self.command("shutdown", self.domain),
+            self.command("start", self.domain),
+        ]
+
+    def change_commands(self, disk_id: str, mode: str) -> list:
+        return [
+            f"virsh define (the domain XML with <driver cache='{mode}'> on {disk_id})",
+            f"virsh shutdown {self.domain}, then virsh start {self.domain}",
+        ]
+
+    def _define(self, xml_text: str) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".xml", delete=False) as fh:
+            fh.write(xml_text)
+        try:
+            self._run("define", fh.name)
+        finally:
+            os.unlink(fh.name)
+
+    def _restart(self, timeout: float = 180) -> None:
+        if self._run("domstate", self.domain).strip() != "shut off":
+            self._run("shutdown", self.domain)
+            deadline = time.monotonic() + timeout
+            while self._run("domstate", self.domain).strip() != "shut off":
+                if time.monotonic() > deadline:
+                    self.log(f"{self.domain} did not shut down: virsh destroy")
+                    self._run("destroy", self.domain)
+                    break
+                time.sleep(1)
+        self._run("start", self.domain)
+
+    def set_cache_mode(self, disk_id: str, mode: str, guest) -> None:
+        current = self._run("dumpxml", "--inactive", self.domain)
+        self._define(libvirt_with_cache(current, disk_id, mode))
+        self.changed = True
+        self._restart()
+
+    def restore(self, guest) -> bool:
+        if not self.changed:
+            return False
+        self._define(self.original)
+        self._restart()
+        self.changed = False
+        return True
+
+
+# --- Proxmox VE -------------------------------------------------------------------
+
+
+def proxmox_with_cache(spec: str, mode: str) -> str:
+    """A ``qm config`` disk value with ``cache=mode`` (the rest unchanged)."""
+    if mode not in CACHE_MODES:
+        raise VmError(f"unknown cache mode {mode!r}")
+    parts = [p for p in spec.split(",") if not p.startswith("cache=")]
+    return ",".join(parts + [f"cache={mode}"])
+
+
+class ProxmoxVm:
+    """A Proxmox VE VM: ``qm set`` changes the disk, ``qm`` restarts it."""
+
+    kind = "proxmox"
+
+    def __init__(
+        self, vmid: str, qm="qm", storage_cfg="/etc/pve/storage.cfg", log=None
+    ):
+        self.vmid = str(vmid)
+        self.qm = qm
+        self.log = log or (lambda m: None)
+        self.storage_cfg = storage_cfg
+        self.original_config = self._run(self.qm, "config", self.vmid)
+        self.changed = {}
+
+    @property
+    def name(self) -> str:
+        return f"Proxmox VM {self.vmid}"
+
+    def _run(self, *argv: str, timeout: float = 600) -> str:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise VmError(f"{' '.join(argv)}: {exc}") from None
+        if proc.returncode != 0:
+            raise VmError(f"{' '.join(argv)}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def spec(self, config: str, disk_id: str) -> str:
+        for line in config.splitlines():
+            if line.startswith(f"{disk_id}:"):
+                return line.split(":", 1)[1].strip()
+        raise VmError(f"no disk {disk_id} in `qm config {self.vmid}`")
+
+    def disk(self, disk_id: str) -> DiskConfig:
+        config = self._run(self.qm, "config", self.vmid)
+        try:
+            storage = open(self.storage_cfg).read()
+        except OSError:
+            storage = None
+        tags = _read_tags("proxmox", config, disk_id, storage)
+        volume = self.spec(config, disk_id).split(",")[0]
+        path = volume if volume.startswith("/") else None
+        if path is None:
+            try:
+                path = self._run("pvesm", "path", volume, timeout=60).strip() or None
+            except VmError:
+                path = None
+        return DiskConfig(disk_id, tags, path, "proxmox-config")
+
+    def running_cache_mode(self, disk_id: str) -> str | None:
+        return None
+
+    def guest(self):
+        return qga.QmGuest(self.vmid, self.qm)
+
+    def set_command(self, disk_id: str, spec: str) -> list:
+        return [self.qm, "set", self.vmid, f"--{disk_id}", spec]
+
+    def restart_commands(self) -> list:
+        return [
+            [self.qm, "shutdown", self.vmid, "--timeout", "180", "--forceStop", "1"],
+            [self.qm, "start", self.vmid],
+        ]
+
+    def change_commands(self, disk_id: str, mode: str) -> list:
+        spec = proxmox_with_cache(self.spec(self.original_config, disk_id), mode)
+        return [shlex.join(self.set_command(disk_id, spec))] + [
+            shlex.join(c) for c in self.restart_commands()
+        ]
+
+    def set_cache_mode(self, disk_id: str, mode: str, guest) -> None:
+        spec = proxmox_with_cache(self.spec(self.original_config, disk_id), mode)
+        self.changed[disk_id] = True
+        self._run(*self.set_command(disk_id, spec))
+        for argv in self.restart_commands():
+            self._run(*argv)
+
+    def restore(self, guest) -> bool:
+        if not self.changed:
+            return False
+        for disk_id in list(self.changed):
+            original = self.spec(self.original_config, disk_id)
+            self._run(*self.set_command(disk_id, original))
+            del self.changed[disk_id]
+        for argv in self.restart_commands():
+            self._run(*argv)
+        return True
+
+
+def open_vm(args, log):
+    if args.qemu_pid:
+        return QemuVm(args.qemu_pid, args.qmp, args.qga_socket, log=log)
+    if args.libvirt:
+        return LibvirtVm(args.libvirt, args.connect, log=log)
+    if args.proxmox:
+        return ProxmoxVm(args.proxmox, log=log)
+    raise VmError("name the VM: --proxmox VMID, --libvirt DOMAIN or --qemu-pid PID")
+
+
+# --- where the host baseline runs ------------------------------------------------
+
+
+def baseline_target(disk: DiskConfig, host_dir: str | None) -> tuple:
+    """(directory, created) for the host baseline on the disk's storage.
+
+    A file image: a new hidden folder next to it (same filesystem).  A block
+    device or network volume: the user must name a scratch directory on the
+    same volume group or pool (``--host-dir``); the VM's own volume is never
+    written.
+    """
+    image = os.path.realpath(disk.path) if disk.path else None
+    if host_dir:
+        real = os.path.realpath(host_dir)
+        if image and (real == image or image.startswith(real.rstrip("/") + "/")):
+            pass  # a folder that holds the image is fine: the test file is new
+        if not os.path.isdir(real):
+            raise VmError(f"--host-dir {host_dir} is not a directory")
+        if image and os.path.exists(image):
+            try:
+                same = os.stat(real).st_dev == os.stat(os.path.dirname(image)).st_dev
+            except OSError:
+                same = True
+            if not same and stat.S_ISREG(os.stat(image).st_mode):
+                raise VmError(
+                    f"--host-dir {host_dir} is not on the filesystem of the image "
+                    f"{image}: the baseline would measure other storage"
+                )
+        return tempfile.mkdtemp(prefix=".benchdb-baseline-", dir=real), True
+    if not image or not os.path.exists(image):
+        raise VmError(
+            f"the disk's storage is not a local file ({disk.path or 'network'}): "
+            "name a scratch directory on the same storage with --host-dir"
+        )
+    mode = os.stat(image).st_mode
+    if stat.S_ISBLK(mode):
+        hint = _lvm_hint(image)
+        raise VmError(
+            f"the disk is the block device {disk.path}; its baseline must run on the "
+            f"same volume group or pool, never on the VM's volume: {hint}, then "
+            "pass --host-dir MOUNTPOINT"
+        )
+    if not stat.S_ISREG(mode):
+        raise VmError(
+            f"the disk's image {disk.path} is not a regular file: name a scratch "
+            "directory on the same storage with --host-dir"
+        )
+    folder = os.path.dirname(image)
+    return tempfile.mkdtemp(prefix=".benchdb-baseline-", dir=folder), True
+
+
+def _lvm_hint(device: str) -> str:
+    try:
+        vg = subprocess.run(
+            ["lvs", "--noheadings", "-o", "vg_name", device],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        vg = ""
+    vg = vg or "VG"
+    return (
+        f"create a scratch volume with `lvcreate -L 8G -n benchdb-baseline {vg}`, "
+        f"`mkfs.ext4 /dev/{vg}/benchdb-baseline` and mount it"
+    )
+
+
+# --- progress ----------------------------------------------------------------------
+
+
+class Progress:
+    """One status line: VM, mode, test, elapsed, estimated time left."""
+
+    def __init__(self, vm_name: str, steps: int, stream=None):
+        self.vm = vm_name
+        self.steps = steps
+        self.done = 0
+        self.durations = []
+        self.start = time.monotonic()
+        self.step_start = self.start
+        self.stream = stream or sys.stderr
+
+    def begin(self, what: str) -> None:
+        self.what = what
+        self.step_start = time.monotonic()
+        self.show("starting")
+
+    def end(self) -> None:
+        self.durations.append(time.monotonic() - self.step_start)
+        self.done += 1
+
+    def show(self, detail: str) -> None:
+        elapsed = time.monotonic() - self.start
+        text = (
+            f"[{self.vm} | {self.what} ({self.done + 1}/{self.steps}) | {detail} | "
+            f"elapsed {runner._clock(elapsed)}"
+        )
+        if self.durations:
+            per = sum(self.durations) / len(self.durations)
+            left = max(per * (self.steps - self.done) - self.current(), 0)
+            text += f" | about {runner._clock(left)} left"
+        self.stream.write(text + "]\n")
+        self.stream.flush()
+
+    def current(self) -> float:
+        return time.monotonic() - self.step_start
+
+
+# --- the guest run -----------------------------------------------------------------
+
+
+def run_options(args) -> list:
+    """The ``run`` options shared by the host baseline and the guest runs."""
+    out = ["--profile", args.profile]
+    for flag, value in (
+        ("--repeats", args.repeats),
+        ("--max-repeats", args.max_repeats),
+        ("--runtime", args.runtime),
+        ("--size", args.size),
+        ("--ioping-count", args.ioping_count),
+    ):
+        if value is not None:
+            out += [flag, str(value)]
+    for test_id in args.test or []:
+        out += ["--test", test_id]
+    return out
+
+
+def guest_run_argv(args, pyz: str, pair_id: str, tags: dict, out: str) -> list:
+    argv = [args.guest_python, pyz, "run", *run_options(args)]
+    argv += ["--role", "guest", "--pair", pair_id]
+    if args.guest_device:
+        argv += ["--device", args.guest_device, "--device-write-destroys-data"]
+    else:
+        argv += ["--target", args.guest_dir]
+    for key in sorted(tags):
+        argv += ["--tag", f"{key}={tags[key]}"]
+    return argv + ["--out", out]
+
+
+def fallback_command(args, pair_id: str, tags: dict) -> str:
+    """What to run in the guest by hand when it has no guest agent."""
+    argv = guest_run_argv(args, "benchdb-agent.pyz", pair_id, tags, "x")[:-2]
+    for server in args.upload or []:
+        argv += ["--upload", server]
+    return shlex.join(argv)
+
+
+def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
+    """Copy the agent in, run the profile, bring the bundle back."""
+    token = uuid.uuid4().hex[:8]
+    pyz = f"{GUEST_DIR}/benchdb-agent-{token}.pyz"
+    out = f"{GUEST_DIR}/benchdb-bundle-{token}.json"
+    log = f"{GUEST_DIR}/benchdb-progress-{token}.log"
+    guest.write_file(pyz, pyz_bytes)
+    argv = guest_run_argv(args, pyz, pair_id, tags, out)
+    # The agent's progress lines go to a file the host reads while it runs.
+    wrapped = ["sh", "-c", 'exec "$@" 2>"$0"', log, *argv]
+    last = {"at": 0.0}
+
+    def on_poll():
+        if time.monotonic() - last["at"] < 5:
+            return
+        last["at"] = time.monotonic()
+        try:
+            lines = guest.read_file(log).decode(errors="replace").splitlines()
+        except qga.QgaError:
+            return
+        if lines:
+            progress.show("guest: " + lines[-1].strip()[:100])
+
+    try:
+        code, _, err = guest.run(wrapped, timeout=args.guest_timeout, on_poll=on_poll)
+        if code != 0:
+            try:
+                err = guest.read_file(log).decode(errors="replace") or err
+            except qga.QgaError:
+                pass
+            tail = " / ".join(err.strip().splitlines()[-3:])
+            raise VmError(f"the agent in the guest failed (exit {code}): {tail}")
+        doc = json.loads(guest.read_file(out))
+    finally:
+        try:
+            guest.run(["rm", "-f", pyz, out, log], timeout=60)
+        except qga.QgaError:
+            pass
+    return doc
+
+
+# --- the command ----------------------------------------------------------------------
+
+
+def _metric_mean(test: dict, profile: str):
+    known = {t["test_id"]: t for t in suite.tests_for(profile)}
+    meta = known.get(test["test_id"])
+    if not meta:
+        return None, None
+    values = runner.main_metric_values(
+        [r["records"] for r in test["repeats"]], meta["metric"], test["direction"]
+    )
+    return (sum(values) / len(values) if values else None), meta["metric"]
+
+
+def _human(value, metric: str) -> str:
+    if value is None:
+        return "-"
+    if metric == "iops":
+        return f"{value:,.0f} IOPS"
+    if metric == "bw_bytes":
+        return f"{value / 1e6:,.1f} MB/s"
+    return f"{value / 1000:,.0f} us"
+
+
+def overhead_table(host_doc: dict, guest_docs: list, profile: str) -> str:
+    """Per mode and test: host, guest, and the guest's change against the host."""
+    host = {t["test_id"]: _metric_mean(t, profile) for t in host_doc["tests"]}
+    rows = [("mode", "test", "host", "guest", "guest vs host")]
+    for mode, doc in guest_docs:
+        for test in doc["tests"]:
+            value, metric = _metric_mean(test, profile)
+            base = host.get(test["test_id"], (None, None))[0]
+            change = "-"
+            if value is not None and base:
+                change = f"{(value / base - 1) * 100:+.1f}%"
+                if metric and "lat" in metric:
+                    change += " (latency)"
+            rows.append(
+                (
+                    mode,
+                    test["test_id"],
+                    _human(base, metric),
+                    _human(value, metric),
+                    change,
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join(
+        "  ".join(row[i].ljust(widths[i]) for i in range(5)).rstrip() for row in rows
+    )
+
+
+def parse_modes(text: str | None) -> list:
+    if not text:
+        return []
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if modes == ["all"]:
+        return list(CACHE_MODES)
+    bad = [m for m in modes if m not in CACHE_MODES]
+    if bad or len(set(modes)) != len(modes):
+        raise VmError(
+            f"--cache-modes: each of {', '.join(CACHE_MODES)} at most once "
+            f"(or all), not {text!r}"
+        )
+    return modes
+
+
+def _confirm(vm, disk: DiskConfig, modes: list, args, log) -> None:
+    lines = [
+        f"This sweep changes {vm.name}, disk {disk.id} "
+        f"(now cache={disk.tags.get('cache_mode', 'unknown')}), once per mode: "
+        + ", ".join(modes)
+        + ". For each mode it will:"
+    ]
+    for command in vm.change_commands(disk.id, modes[0]):
+        lines.append(f"  - {command}  (cache={modes[0]} shown)")
+    lines.append("  - wait for the guest agent and run the benchmark in the guest")
+    lines.append(
+        "At the end, on failure and on Ctrl-C it restores the original "
+        "configuration and restarts the VM. The VM is down during each restart."
+    )
+    for line in lines:
+        log(line)
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise VmError("refusing to restart the VM without confirmation: pass --yes")
+    answer = input("Go ahead? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise VmError("cancelled; nothing was changed")
+
+
+def _host_tags(disk: DiskConfig) -> dict:
+    tags = dict(disk.tags)
+    fs = host_filesystem(disk.path)
+    if fs:
+        tags["host_filesystem"] = fs
+    return {k: v for k, v in tags.items() if bundle_mod.check_tag(k, v) is None}
+
+
+def run(args, emit, log) -> int:
+    """The ``vm`` command; ``emit(doc, path)`` writes/uploads one bundle."""
+    modes = parse_modes(args.cache_modes)
+    if not args.guest_dir and not args.guest_device:
+        raise VmError("name the guest's target: --guest-dir DIR or --guest-device DEV")
+    vm = open_vm(args, log)
+    disk = vm.disk(args.disk)
+    tags = _host_tags(disk)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    pair_id = args.pair or f"vm-{stamp}-{uuid.uuid4().hex[:6]}"
+    if args.pair and not bundle_mod.PAIR_RE.match(args.pair):
+        raise VmError("--pair: 1-64 characters of A-Z a-z 0-9 . _ -")
+    sweep_id = (f"sweep-{stamp}-{uuid.uuid4().hex[:6]}") if modes else None
+    log(f"{vm.name}, disk {disk.id} ({disk.source}): {json.dumps(tags)}")
+    guest = vm.guest()
+    if guest is not None:
+        try:
+            guest.wait(args.agent_timeout if modes else min(args.agent_timeout, 30))
+        except qga.QgaError as exc:
+            log(f"no guest agent: {exc}")
+            guest = None
+    if guest is None and modes:
+        raise VmError(
+            "a cache-mode sweep needs the VM's guest agent (qemu-guest-agent "
+            "running in the guest, and its channel in the VM's configuration)"
+        )
+    if modes:
+        _confirm(vm, disk, modes, args, log)
+    target, created = baseline_target(disk, args.host_dir)
+    out_dir = args.out_dir or "."
+    os.makedirs(out_dir, exist_ok=True)
+    steps = 1 + (len(modes) if modes else (1 if guest else 0))
+    progress = Progress(vm.name, steps)
+    previous = {}
+
+    def _raise(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        previous[sig] = signal.signal(sig, _raise)
+    guest_docs, code = [], 0
+    try:
+        progress.begin("host baseline")
+        progress.show(f"on {target}")
+        host_doc = runner.run_suite(
+            target,
+            args.profile,
+            role="host",
+            pair_id=pair_id,
+            tags={k: v for k, v in tags.items() if k in ("storage_backend",)},
+            repeats=args.repeats,
+            max_repeats=args.max_repeats,
+            runtime=args.runtime,
+            size=runner.parse_size(args.size) if args.size else None,
+            only=args.test,
+            ioping_count=args.ioping_count,
+            progress_stream=_Prefixed(progress),
+        )
+        progress.end()
+        _finish(host_doc, sweep_id, {"storage_backend": "host-config"}, vm, disk)
+        code = max(code, emit(host_doc, os.path.join(out_dir, f"{pair_id}-host.json")))
+        if guest is None:
+            log("the VM has no reachable guest agent; run this inside the guest:")
+            print(fallback_command(args, pair_id, tags))
+            return code
+        pyz = zipapp_build.build_bytes()
+        for mode in modes or [None]:
+            progress.begin(f"cache {mode}" if mode else "guest")
+            if mode:
+                progress.show(f"setting cache={mode} and restarting the VM")
+                vm.set_cache_mode(disk.id, mode, guest)
+                guest.wait(args.agent_timeout)
+                disk = vm.disk(args.disk)  # what the restarted VM really runs
+                tags = _host_tags(disk)
+                if tags.get("cache_mode") != mode:
+                    raise VmError(
+                        f"asked for cache={mode}, but the VM runs "
+                        f"cache={tags.get('cache_mode')}"
+                    )
+            running = vm.running_cache_mode(disk.id)
+            if running is not None and running != tags.get("cache_mode"):
+                raise VmError(
+                    f"QEMU's query-block says cache={running}, the configuration "
+                    f"says {tags.get('cache_mode')}"
+                )
+            doc = run_in_guest(guest, args, pyz, pair_id, tags, progress)
+            sources = {k: "host-config" for k in tags}
+            _finish(doc, sweep_id, sources, vm, disk, running)
+            name = f"{pair_id}-guest-{mode or tags.get('cache_mode', 'x')}.json"
+            code = max(code, emit(doc, os.path.join(out_dir, name)))
+            guest_docs.append((tags.get("cache_mode", "?"), doc))
+            progress.end()
+    finally:
+        # No second Ctrl-C may cut the restore short.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous.setdefault(sig, signal.getsignal(sig))
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            if created:
+                shutil.rmtree(target, ignore_errors=True)
+            if modes:
+                log(f"restoring the original configuration of {vm.name}")
+                try:
+                    if vm.restore(guest):
+                        guest.wait(args.agent_timeout)
+                    log(f"restored: {vm.name}, disk {disk.id} as before")
+                except (VmError, qga.QgaError, OSError) as exc:
+                    log(f"COULD NOT RESTORE {vm.name}: {exc}")
+                    code = max(code, 1)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    if guest_docs:
+        print(overhead_table(host_doc, guest_docs, args.profile))
+    if sweep_id and args.upload:
+        for server in args.upload:
+            log(f"the sweep as one comparison: {server.rstrip('/')}/sweeps/{sweep_id}/")
+    return code
+
+
+class _Prefixed:
+    """The runner's progress lines, shown as the host baseline's detail."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+
+    def write(self, text: str) -> None:
+        text = text.strip("\r\n").replace("\r\033[K", "")
+        if text:
+            self.progress.show("host: " + text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _finish(doc, sweep_id, sources, vm, disk, running=None) -> None:
+    if sweep_id:
+        doc["sweep_id"] = sweep_id
+    doc["tag_sources"] = {k: v for k, v in sources.items() if k in doc["tags"]}
+    host = {"vm": vm.name, "disk": disk.id, "read_from": disk.source}
+    if running:
+        host["qmp_cache_mode"] = running
+    doc["environment"]["vm_host"] = host

@@ -1,0 +1,297 @@
+"""benchdb-agent vm without a VM: command construction for QEMU, libvirt, Proxmox.
+
+libvirtd cannot run here, so the libvirt steps run against real ``virsh``
+with libvirt's built-in test driver (``test:///default``, no daemon): the
+XML the agent writes is defined, dumped and restarted by virsh for real.
+Proxmox's ``qm`` is not installed: a stand-in ``qm`` script records the
+argument lists the agent passes and answers ``qm config`` like Proxmox.
+The real QEMU flows (paired run, sweep, restore after a failure) are in
+tests/guests/test_vm_command.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from benchdb_agent import cli, qga, vm
+
+QEMU_ARGV = [
+    "qemu-system-x86_64",
+    "-qmp",
+    "unix:qmp.sock,server=on,wait=off",
+    "-chardev",
+    "socket,path=qga.sock,server=on,wait=off,id=qga0",
+    "-device",
+    "virtio-serial-pci",
+    "-device",
+    "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0",
+    "-drive",
+    "file=/srv/vm/root.qcow2,format=qcow2,if=none,id=root,cache=none",
+    "-drive",
+    "file=/srv/my,,vm/bench.raw,format=raw,if=none,id=bench,aio=threads",
+    "-device",
+    "virtio-blk-pci,drive=bench",
+]
+
+
+def test_qemu_cache_change_touches_only_that_drive():
+    new = vm.qemu_with_cache(QEMU_ARGV, "bench", "directsync")
+    assert new[12] == (
+        "file=/srv/my,,vm/bench.raw,format=raw,if=none,id=bench,aio=threads,"
+        "cache=directsync"
+    )
+    assert [a for i, a in enumerate(new) if i != 12] == [
+        a for i, a in enumerate(QEMU_ARGV) if i != 12
+    ]
+    again = vm.qemu_with_cache(new, "bench", "none")
+    assert again[12].count("cache=") == 1 and again[12].endswith("cache=none")
+    assert vm._drive_file(QEMU_ARGV, "bench") == "/srv/my,vm/bench.raw"
+
+
+def test_qemu_refuses_unknown_drive_mode_and_blockdev():
+    with pytest.raises(vm.VmError, match="id=nope"):
+        vm.qemu_with_cache(QEMU_ARGV, "nope", "none")
+    with pytest.raises(vm.VmError, match="unknown cache mode"):
+        vm.qemu_with_cache(QEMU_ARGV, "bench", "fast")
+    blockdev = ["qemu", "-blockdev", "driver=file,node-name=f,filename=x"]
+    with pytest.raises(vm.VmError, match="-blockdev"):
+        vm.qemu_with_cache(blockdev, "f", "none")
+
+
+def test_sockets_are_found_in_the_command_line():
+    assert qga.socket_from_cmdline(QEMU_ARGV) == "qga.sock"
+    assert vm._qmp_socket(QEMU_ARGV) == "qmp.sock"
+    assert qga.socket_from_cmdline(QEMU_ARGV[:7]) is None
+
+
+def test_cache_modes_are_checked():
+    assert vm.parse_modes("all") == list(vm.CACHE_MODES)
+    assert vm.parse_modes("none, unsafe") == ["none", "unsafe"]
+    for bad in ("none,none", "fast", "none,Writeback"):
+        with pytest.raises(vm.VmError):
+            vm.parse_modes(bad)
+
+
+def test_the_vm_command_line_parses():
+    args = cli.build_parser().parse_args(
+        [
+            "vm",
+            "--libvirt",
+            "web1",
+            "--disk",
+            "vdb",
+            "--guest-dir",
+            "/mnt/bench",
+            "--cache-modes",
+            "none,writeback",
+            "--yes",
+        ]
+    )
+    assert args.func is cli.cmd_vm and args.libvirt == "web1"
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(
+            ["vm", "--libvirt", "a", "--proxmox", "100", "--disk", "x"]
+        )
+
+
+def test_fallback_command_carries_tags_and_pair():
+    args = cli.build_parser().parse_args(
+        ["vm", "--qemu-pid", "1", "--disk", "bench", "--guest-dir", "/mnt/b c"]
+    )
+    args.upload = ["https://benchdb.example"]
+    text = vm.fallback_command(args, "p-1", {"cache_mode": "none", "disk_bus": "ide"})
+    assert text == (
+        "python3 benchdb-agent.pyz run --profile quick --role guest --pair p-1 "
+        "--target '/mnt/b c' --tag cache_mode=none --tag disk_bus=ide "
+        "--upload https://benchdb.example"
+    )
+
+
+def test_baseline_goes_next_to_a_file_image_never_on_a_device(tmp_path):
+    image = tmp_path / "disk.raw"
+    image.write_bytes(b"\0" * 4096)
+    disk = vm.DiskConfig("bench", {}, str(image), "qemu-cmdline")
+    target, created = vm.baseline_target(disk, None)
+    try:
+        assert created and os.path.dirname(target) == str(tmp_path)
+        assert os.path.basename(target).startswith(".benchdb-baseline-")
+    finally:
+        os.rmdir(target)
+    device = vm.DiskConfig("bench", {}, "/dev/null", "qemu-cmdline")
+    with pytest.raises(vm.VmError, match="--host-dir"):
+        vm.baseline_target(device, None)
+    remote = vm.DiskConfig("bench", {}, None, "proxmox-config")
+    with pytest.raises(vm.VmError, match="--host-dir"):
+        vm.baseline_target(remote, None)
+
+
+# --- libvirt, against real virsh and libvirt's test driver ------------------------
+
+VIRSH = shutil.which("virsh")
+needs_virsh = pytest.mark.skipif(VIRSH is None, reason="virsh (libvirt-clients)")
+
+
+def _virsh_batch(*commands: list) -> str:
+    """Several virsh commands in one process: the test driver keeps its
+    state only for the life of one connection."""
+    script = " ; ".join(" ".join(c[3:]) for c in commands)
+    proc = subprocess.run(
+        [VIRSH, "-c", "test:///default", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@needs_virsh
+def test_libvirt_cache_change_is_defined_by_real_virsh(tmp_path):
+    domain = vm.LibvirtVm("test", connect="test:///default")
+    assert "<domain" in domain.original
+    disk = domain.disk("vda")
+    assert disk.path == "/guest/diskimage1"
+    assert disk.tags["cache_mode"] == "writeback"  # libvirt leaves it to QEMU
+    changed = vm.libvirt_with_cache(domain.original, "vda", "directsync")
+    xml = tmp_path / "changed.xml"
+    xml.write_text(changed)
+    define, shutdown, start = domain.define_commands(str(xml))
+    assert define[:3] == [
+        VIRSH if VIRSH == "virsh" else "virsh",
+        "-c",
+        "test:///default",
+    ]
+    out = _virsh_batch(
+        define,
+        shutdown,
+        start,
+        domain.command("dumpxml", "--inactive", "test"),
+        domain.command("domstate", "test"),
+    )
+    assert "cache='directsync'" in out
+    assert "running" in out
+    from benchdb_agent import hostconfig
+
+    dumped = out[out.index("<domain") : out.index("</domain>") + len("</domain>")]
+    assert hostconfig.libvirt(dumped, "vda")["cache_mode"] == "directsync"
+
+
+@needs_virsh
+def test_libvirt_keeps_foreign_namespaces():
+    xml = textwrap.dedent(
+        """\
+        <domain type='kvm' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+          <name>ns</name><memory>1024</memory>
+          <os><type>hvm</type></os>
+          <devices><disk type='file' device='disk'><driver name='qemu' cache='none'/>
+          <source file='/x.img'/><target dev='vdb' bus='virtio'/></disk></devices>
+          <qemu:commandline><qemu:arg value='-no-hpet'/></qemu:commandline>
+        </domain>"""
+    )
+    changed = vm.libvirt_with_cache(xml, "vdb", "unsafe")
+    assert "<qemu:commandline>" in changed and 'cache="unsafe"' in changed
+
+
+@needs_virsh
+def test_guest_agent_commands_parse_in_real_virsh():
+    channel = qga.VirshChannel("test", connect="test:///default")
+    argv = channel.command("guest-exec", {"path": "python3", "arg": ["-V"]}, 30)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    # Parsed and sent to the driver, which has no guest agent (no usage error).
+    assert proc.returncode == 1
+    assert "not supported by the connection driver" in proc.stderr
+    with pytest.raises(qga.QgaError, match="not supported"):
+        qga.Guest(channel).ping()
+
+
+# --- Proxmox, with a stand-in qm ----------------------------------------------------
+
+FAKE_QM = """#!{python}
+import json, os, sys
+log = os.environ["FAKE_QM_LOG"]
+with open(log, "a") as fh:
+    fh.write(json.dumps(sys.argv[1:]) + "\\n")
+if sys.argv[1] == "config":
+    print("boot: order=scsi0")
+    print("scsihw: virtio-scsi-single")
+    print("scsi0: local-lvm:vm-100-disk-0,iothread=1,size=32G")
+    print("scsi1: local:100/vm-100-disk-1.qcow2,cache=writeback,size=8G")
+elif sys.argv[1:3] == ["guest", "exec"]:
+    print(json.dumps({{"pid": 42}}))
+elif sys.argv[1:3] == ["guest", "exec-status"]:
+    print(json.dumps({{"exited": 1, "exitcode": 0, "out-data": "hi"}}))
+"""
+
+
+@pytest.fixture
+def fake_qm(tmp_path, monkeypatch):
+    qm = tmp_path / "qm"
+    qm.write_text(FAKE_QM.format(python=sys.executable))
+    qm.chmod(0o755)
+    log = tmp_path / "qm.log"
+    monkeypatch.setenv("FAKE_QM_LOG", str(log))
+
+    def calls():
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+    return str(qm), calls
+
+
+def test_proxmox_sweep_commands_and_restore(fake_qm):
+    qm, calls = fake_qm
+    pve = vm.ProxmoxVm("100", qm=qm, storage_cfg="/nonexistent")
+    disk = pve.disk("scsi1")
+    assert disk.tags["cache_mode"] == "writeback" and disk.tags["iothread"] == "no"
+    assert pve.disk("scsi0").tags["cache_mode"] == "none"  # Proxmox's default
+    pve.set_cache_mode("scsi0", "unsafe", None)
+    assert pve.restore(None) is True
+    assert pve.restore(None) is False
+    made = [c for c in calls() if c[0] != "config"]
+    assert made == [
+        [
+            "set",
+            "100",
+            "--scsi0",
+            "local-lvm:vm-100-disk-0,iothread=1,size=32G,cache=unsafe",
+        ],
+        ["shutdown", "100", "--timeout", "180", "--forceStop", "1"],
+        ["start", "100"],
+        ["set", "100", "--scsi0", "local-lvm:vm-100-disk-0,iothread=1,size=32G"],
+        ["shutdown", "100", "--timeout", "180", "--forceStop", "1"],
+        ["start", "100"],
+    ]
+
+
+def test_proxmox_guest_agent_through_qm(fake_qm):
+    qm, calls = fake_qm
+    guest = qga.QmGuest("100", qm=qm)
+    assert guest.run(["python3", "-V"], timeout=30) == (0, "hi", "")
+    guest.write_file("/tmp/a.pyz", b"zip")
+    assert calls() == [
+        ["guest", "exec", "100", "--synchronous", "0", "--", "python3", "-V"],
+        ["guest", "exec-status", "100", "42"],
+        [
+            "guest",
+            "exec",
+            "100",
+            "--synchronous",
+            "0",
+            "--pass-stdin",
+            "1",
+            "--",
+            "python3",
+            "-c",
+            "import shutil,sys;"
+            "shutil.copyfileobj(sys.stdin.buffer,open(sys.argv[1],sys.argv[2]))",
+            "/tmp/a.pyz",
+            "wb",
+        ],
+        ["guest", "exec-status", "100", "42"],
+    ]
