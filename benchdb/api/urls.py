@@ -1,7 +1,7 @@
 """The API under /api/: the v1 endpoints (namespace ``api``), schema and docs."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from benchdb.api import views
@@ -24,5 +24,7 @@ v1 = [
 urlpatterns = [
     path("v1/", include((v1, "api"))),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path(
+        "docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"
+    ),
 ]

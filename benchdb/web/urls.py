@@ -1,10 +1,14 @@
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import path
+from django.views.generic import RedirectView
 
 from benchdb.web import sweeps, views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # Browsers and feed readers ask for /favicon.ico whatever the page links.
+    path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"))),
     path("runs/", views.run_list, name="run-list"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path(

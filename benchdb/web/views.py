@@ -218,6 +218,9 @@ def run_detail(request, pk: int):
             "rows": rows,
             "chart_data": chart_data,
             "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
+            # A list, not the dict: a tag named "items" would shadow .items
+            # in the template.
+            "tags": sorted((run.tags or {}).items()),
         },
     )
 
@@ -406,25 +409,36 @@ def _parse_compare_request(request):
     return ids, ref_id, None
 
 
+def _bad_request(request, message: str, template: str = "web/compare.html"):
+    """A 400 page with the message as text: it often quotes the caller's input,
+    so it goes through the template's escaping, never into HTML as is."""
+    return render(request, template, {"error": message}, status=400)
+
+
+def _bad_request_text(message: str) -> HttpResponse:
+    """A 400 for machine-facing URLs (CSV, form posts): plain text, not HTML."""
+    return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
 def compare(request):
     ids, ref_id, error = _parse_compare_request(request)
     if error:
-        return HttpResponseBadRequest(error)
+        return _bad_request(request, error)
     try:
         context = _comparison_context(request, ids, ref_id)
     except ValueError as exc:
-        return render(request, "web/compare.html", {"error": str(exc)}, status=400)
+        return _bad_request(request, str(exc))
     return render(request, "web/compare.html", context)
 
 
 def compare_csv(request):
     ids, ref_id, error = _parse_compare_request(request)
     if error:
-        return HttpResponseBadRequest(error)
+        return _bad_request_text(error)
     try:
         context = _comparison_context(request, ids, ref_id)
     except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
+        return _bad_request_text(str(exc))
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="benchdb-comparison.csv"'
     writer = csv.writer(response)
@@ -471,7 +485,7 @@ def compare_save(request):
         ref_id = _run_ids(ref)[0] if ref else None
         _comparison_context(request, ids, ref_id)  # validates access and shape
     except (ValueError, IndexError) as exc:
-        return HttpResponseBadRequest(str(exc))
+        return _bad_request(request, str(exc))
     comparison = Comparison.objects.create(
         slug=Comparison.new_slug(),
         run_ids=ids,
@@ -489,7 +503,7 @@ def comparison_share(request, slug: str):
             request, list(comparison.run_ids), comparison.reference_run_id
         )
     except ValueError as exc:
-        return render(request, "web/compare.html", {"error": str(exc)}, status=400)
+        return _bad_request(request, str(exc))
     context["saved"] = comparison
     context["share_url"] = request.build_absolute_uri(comparison.get_absolute_url())
     return render(request, "web/compare.html", context)
