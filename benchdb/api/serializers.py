@@ -200,6 +200,12 @@ class StatSerializer(serializers.Serializer):
     cv = serializers.FloatField(allow_null=True)
     min = serializers.FloatField(allow_null=True)
     max = serializers.FloatField(allow_null=True)
+    gmean = serializers.FloatField(
+        allow_null=True, help_text="Geometric mean: the centre of the interval."
+    )
+    note = serializers.CharField(
+        allow_null=True, help_text="Why there is no interval (fewer than 3 repeats)."
+    )
 
 
 class RecordSerializer(serializers.Serializer):
@@ -217,6 +223,20 @@ class RepeatSerializer(serializers.Serializer):
     raw_format = serializers.CharField(allow_null=True)
 
 
+class OverheadIntervalSerializer(serializers.Serializer):
+    """Guest / host (ratio of geometric means) with its 95% interval."""
+
+    ratio = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    p = serializers.FloatField(allow_null=True)
+    n_guest = serializers.IntegerField()
+    n_host = serializers.IntegerField()
+    percent = serializers.FloatField(allow_null=True)
+    slower = serializers.BooleanField(allow_null=True)
+    text = serializers.CharField()
+
+
 class OverheadSerializer(serializers.Serializer):
     """Guest figure / host figure for the same comparable test (1.0 = native)."""
 
@@ -224,6 +244,11 @@ class OverheadSerializer(serializers.Serializer):
     iops = serializers.FloatField(allow_null=True)
     bw_bytes = serializers.FloatField(allow_null=True)
     lat_mean_ns = serializers.FloatField(allow_null=True)
+    intervals = serializers.DictField(
+        child=OverheadIntervalSerializer(),
+        help_text="Per metric: guest/host as a ratio of geometric means over "
+        "the repeats, with its 95% interval (none below 3 repeats a side).",
+    )
 
 
 class ResultSerializer(serializers.ModelSerializer):
@@ -291,6 +316,7 @@ class ResultSerializer(serializers.ModelSerializer):
         for metric, column in METRIC_COLUMNS.items():
             guest, host = getattr(obj, column), getattr(baseline, column)
             out[metric] = guest / host if guest is not None and host else None
+        out["intervals"] = self.context.get("overheads", {}).get(obj.pk, {})
         return out
 
 
@@ -387,16 +413,37 @@ class CompareEntrySerializer(serializers.Serializer):
     delta_percent = serializers.FloatField(allow_null=True)
     p_value = serializers.FloatField(allow_null=True)
     verdict = serializers.ChoiceField(
-        choices=["significant", "within noise", "not enough repeats"],
+        choices=["faster", "slower", "equivalent", "cannot tell"],
         allow_null=True,
     )
     better = serializers.BooleanField(allow_null=True)
+    # Statistics (results.stats): see its module docstring.
+    gmean = serializers.FloatField(allow_null=True)
+    min = serializers.FloatField(allow_null=True)
+    max = serializers.FloatField(allow_null=True)
+    note = serializers.CharField(allow_null=True)
+    ratio = serializers.FloatField(
+        allow_null=True, help_text="Geometric mean / the reference's."
+    )
+    ratio_low = serializers.FloatField(allow_null=True)
+    ratio_high = serializers.FloatField(allow_null=True)
+    p_adjusted = serializers.FloatField(
+        allow_null=True, help_text="Holm-adjusted over the runs compared."
+    )
+    p_text = serializers.CharField(allow_null=True)
+    verdict_text = serializers.CharField(allow_null=True)
+    repeats_needed = serializers.IntegerField(allow_null=True)
+    overhead = OverheadIntervalSerializer(allow_null=True)
 
 
 class CompareMetricSerializer(serializers.Serializer):
     metric = serializers.CharField()
     unit = serializers.CharField()
-    higher_is_better = serializers.BooleanField()
+    higher_is_better = serializers.BooleanField(allow_null=True)
+    kind = serializers.ChoiceField(
+        choices=["figure", "percentile"],
+        help_text="percentile: each repeat's value and the range, never averaged.",
+    )
     runs = CompareEntrySerializer(many=True)
 
 
@@ -427,6 +474,9 @@ class CompareRunSerializer(serializers.Serializer):
 class ComparisonResultSerializer(serializers.Serializer):
     runs = CompareRunSerializer(many=True)
     reference = serializers.IntegerField()
+    equivalence_percent = serializers.FloatField()
+    interval_explanation = serializers.CharField()
+    verdict_explanation = serializers.CharField()
     tests = CompareTestSerializer(many=True)
     not_shared = serializers.ListField(child=serializers.CharField())
 

@@ -360,6 +360,10 @@ class RunViewSet(
                     r.comparability_key: r
                     for r in Result.objects.filter(run_id=run.baseline_id)
                 }
+                # Every paired test's overhead with its interval (one query).
+                context["overheads"] = compare.result_overheads(
+                    list(run.results.all()), context["baseline_results"]
+                )
         return context
 
     def retrieve(self, request, *args, **kwargs):
@@ -502,8 +506,14 @@ COMPARE_CSV_COLUMNS = (
     "ci95_low",
     "ci95_high",
     "delta_percent",
+    "gmean",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
     "p_value",
+    "p_adjusted",
     "verdict",
+    "verdict_text",
 )
 
 
@@ -545,8 +555,12 @@ class CompareView(APIView):
     @extend_schema(
         summary="Compare runs: means, intervals, deltas and significance",
         description="For every test the runs share (same comparability key): "
-        "each run's mean and 95% interval over repeats, the difference to the "
-        "reference run in percent, and Welch's t-test verdict.",
+        "each run's mean, geometric mean and its 95% interval (log scale, 3+ "
+        "repeats), the ratio to the reference with its interval (Welch's t-test "
+        "on the logs), the p-value Holm-corrected over the runs compared, and a "
+        "verdict: faster, slower, equivalent (interval within the equivalence "
+        "margin) or cannot tell (with the repeats that would be needed). "
+        "Guest runs with a visible host baseline carry their overhead.",
         parameters=[s.CompareQuerySerializer, EXPORT_PARAM, OWNER_KEY_PARAM],
         responses={
             (200, "application/json"): s.ComparisonResultSerializer,

@@ -6,9 +6,10 @@ API returns.  Only results sharing a comparability key are ever compared:
 the same test id measured with another suite version or other tool options is
 a different measurement.
 
-Significance comes from Welch's t-test over the per-repeat figures
-(``results.stats.welch``): a 10% difference between two runs of three repeats
-each may well be noise, and the comparison says so.
+Every interval, p-value and verdict comes from ``results.stats`` (SciPy):
+each run against the chosen reference as a ratio of geometric means with its
+interval, Holm-corrected over the runs compared, and a verdict that says what
+the repeats can and cannot tell.
 """
 
 from __future__ import annotations
@@ -16,20 +17,45 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from django.db.models import Count, F, FloatField, Max, Min, QuerySet
+from django.conf import settings
+from django.db.models import Count, F, FloatField, Max, Min, Q, QuerySet
 from django.db.models.aggregates import Aggregate
 
 from benchdb.results import stats
 from benchdb.results.models import METRIC_FIELDS, Measurement, Result, Run
+from benchdb.results.vocab import Visibility
 from benchdb_agent import suite as agent_suite
 
+
+def higher_is_better(metric: str) -> bool | None:
+    """Whether a larger value of one of the agent's metrics is better.
+
+    From the record keys' unit suffixes (``parsers.METRIC_KEYS``): times
+    (``*_ns``, ``*_s``) are better lower, rates (``iops``, ``bw_bytes``)
+    higher; an amount of work (``io_bytes``) is neither.
+    """
+    if metric not in METRIC_FIELDS:
+        raise KeyError(metric)
+    if metric.endswith(("_ns", "_s")):
+        return False
+    if metric in ("iops", "bw_bytes"):
+        return True
+    return None
+
+
+# Latency percentiles: kept per repeat, never averaged or tested.
+PERCENTILE_METRICS = {m for m in METRIC_FIELDS if m.startswith("clat_p")}
+
 # The figures a comparison shows for each test, in display order, with their
-# unit and whether a larger value is better.
+# unit and whether a larger value is better (``higher_is_better``).
 MAIN_METRICS = {
-    "iops": {"unit": "IOPS", "higher_is_better": True},
-    "bw_bytes": {"unit": "bytes/s", "higher_is_better": True},
-    "lat_mean_ns": {"unit": "ns", "higher_is_better": False},
-    "clat_p99_ns": {"unit": "ns", "higher_is_better": False},
+    metric: {"unit": unit, "higher_is_better": higher_is_better(metric)}
+    for metric, unit in (
+        ("iops", "IOPS"),
+        ("bw_bytes", "bytes/s"),
+        ("lat_mean_ns", "ns"),
+        ("clat_p99_ns", "ns"),
+    )
 }
 
 # Metrics that have a column on Result (the mean over repeats of the main
@@ -142,15 +168,49 @@ def _run_label(run: Run) -> dict:
     }
 
 
+def equivalence_percent() -> float:
+    """The "no difference larger than Y%" margin (``BENCHDB_EQUIVALENCE_PERCENT``)."""
+    return float(
+        getattr(settings, "BENCHDB_EQUIVALENCE_PERCENT", stats.EQUIVALENCE_PERCENT)
+    )
+
+
+def _comparison_results(runs: list[Run]) -> list[Result]:
+    """Comparable results of the runs and of their visible host baselines."""
+    run_ids = [r.pk for r in runs]
+    baseline_ids = [r.baseline_id for r in runs if r.baseline_id] or [0]
+    # A baseline only lends its figures to an overhead when anyone may see
+    # it (or it is one of the compared runs, which the caller checked).
+    return list(
+        Result.objects.filter(comparable=True)
+        .filter(
+            Q(run__in=run_ids)
+            | Q(
+                run__in=baseline_ids,
+                run__visibility=Visibility.PUBLIC,
+                run__hidden=False,
+            )
+        )
+        .order_by("test_id", "run_id")
+    )
+
+
 def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
     """Every test the runs share, with each run's figures against a reference.
 
-    For each comparability key present in every run: per main metric, each
-    run's n, mean, stdev and 95% interval over repeats, the difference to the
-    reference run's mean in percent, and Welch's verdict ("significant",
-    "within noise", "not enough repeats").  The reference is the first run
-    unless given (it must be one of ``runs``).  Tests that only some runs
-    have are listed under ``not_shared`` so the reader knows what is missing.
+    For each comparability key present in every run, per main metric:
+    each run's n, mean, geometric mean with its 95% interval (log scale, n >=
+    3 only, ``results.stats``), min and max; for every run but the reference
+    the ratio of geometric means to the reference with its interval, Welch's
+    p on the logs, Holm-adjusted over the runs compared for that figure,
+    and one of the verdicts "faster", "slower", "equivalent", "cannot tell"
+    with a sentence saying it (``verdict_text``).  A guest run with a
+    visible host baseline also gets its overhead (guest/host with an
+    interval).  Latency percentiles are never averaged: their entries carry
+    each repeat's value and the range, no mean and no verdict.
+
+    The reference is the first run unless given (it must be one of ``runs``).
+    Tests only some runs have are listed under ``not_shared``.
 
     Queries: two (results, then measurements), whatever the number of runs.
     """
@@ -161,17 +221,19 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
         reference = runs[0]
     if reference.pk not in {r.pk for r in runs}:
         raise ValueError("the reference run must be one of the compared runs")
-    results = list(
-        Result.objects.filter(run__in=[r.pk for r in runs], comparable=True).order_by(
-            "test_id", "run_id"
-        )
-    )
-    by_key: dict[str, dict[int, Result]] = defaultdict(dict)
-    for res in results:
-        by_key[res.comparability_key][res.run_id] = res
     run_ids = [r.pk for r in runs]
+    baseline_of = {r.pk: r.baseline_id for r in runs if r.baseline_id}
+    by_key: dict[str, dict[int, Result]] = defaultdict(dict)
+    for res in _comparison_results(runs):
+        by_key[res.comparability_key][res.run_id] = res
     shared = {k: v for k, v in by_key.items() if all(rid in v for rid in run_ids)}
     values = repeat_values([res.pk for v in shared.values() for res in v.values()])
+    margin = equivalence_percent()
+
+    def samples_of(result: Result | None, direction, metric) -> list:
+        if result is None:
+            return []
+        return values.get(result.pk, {}).get(direction, {}).get(metric, [])
 
     tests = []
     for key, per_run in sorted(shared.items(), key=lambda kv: _sort_key(kv)):
@@ -180,50 +242,55 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
         metrics = []
         for metric, info in MAIN_METRICS.items():
             samples = {
-                rid: values.get(per_run[rid].pk, {}).get(direction, {}).get(metric, [])
-                for rid in run_ids
+                rid: samples_of(per_run[rid], direction, metric) for rid in run_ids
             }
             if not any(samples.values()):
                 continue
-            ref_values = samples[reference.pk]
-            ref_mean = stats.mean(ref_values) if ref_values else None
+            hib = info["higher_is_better"]
+            others = [rid for rid in run_ids if rid != reference.pk]
+            percentile = metric in PERCENTILE_METRICS
+            verdicts = {}
+            if not percentile:
+                compared = stats.compare_to_reference(
+                    samples[reference.pk], [samples[r] for r in others], hib, margin
+                )
+                verdicts = dict(zip(others, compared, strict=True))
             entries = []
             for rid in run_ids:
-                summary = stats.summarize(samples[rid])
-                entry = {
-                    "run": rid,
-                    "n": summary["n"],
-                    "mean": summary["mean"],
-                    "stdev": summary["stdev"],
-                    "ci95_low": summary["ci95_low"],
-                    "ci95_high": summary["ci95_high"],
-                    "values": samples[rid],
-                    "delta_percent": None,
-                    "p_value": None,
-                    "verdict": None,
-                    "better": None,
-                }
-                if rid != reference.pk:
-                    entry["delta_percent"] = stats.percent_delta(
-                        ref_mean, summary["mean"]
+                entry = _entry(rid, samples[rid], percentile)
+                v = verdicts.get(rid)
+                if v is not None:
+                    entry.update(
+                        {
+                            "delta_percent": v["percent"],
+                            "ratio": v["ratio"],
+                            "ratio_low": v["low"],
+                            "ratio_high": v["high"],
+                            "p_value": v["p"],
+                            "p_adjusted": v["p_adjusted"],
+                            "p_text": v["p_text"],
+                            "verdict": v["verdict"],
+                            "verdict_text": v["text"],
+                            "repeats_needed": v["repeats_needed"],
+                            "better": {stats.FASTER: True, stats.SLOWER: False}.get(
+                                v["verdict"]
+                            )
+                            if hib is not None
+                            else None,
+                        }
                     )
-                    if not ref_values or not samples[rid]:
-                        verdict = {"p": None, "verdict": "not enough repeats"}
-                    else:
-                        verdict = stats.welch(ref_values, samples[rid])
-                    entry["p_value"] = verdict["p"]
-                    entry["verdict"] = verdict["verdict"]
-                    if entry["delta_percent"] is not None:
-                        up = entry["delta_percent"] > 0
-                        entry["better"] = (
-                            up if info["higher_is_better"] else not up
-                        ) and entry["delta_percent"] != 0
+                host = by_key[key].get(baseline_of.get(rid))
+                if host is not None and not percentile:
+                    entry["overhead"] = stats.overhead(
+                        samples[rid], samples_of(host, direction, metric), hib
+                    )
                 entries.append(entry)
             metrics.append(
                 {
                     "metric": metric,
                     "unit": info["unit"],
-                    "higher_is_better": info["higher_is_better"],
+                    "higher_is_better": hib,
+                    "kind": "percentile" if percentile else "figure",
                     "runs": entries,
                 }
             )
@@ -240,15 +307,128 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
             }
         )
     not_shared = sorted(
-        {per_run[next(iter(per_run))].test_id for k, per_run in by_key.items()}
+        {
+            per_run[next(iter(per_run))].test_id
+            for k, per_run in by_key.items()
+            if any(rid in per_run for rid in run_ids)
+        }
         - {t["test_id"] for t in tests}
     )
     return {
         "runs": [_run_label(r) for r in runs],
         "reference": reference.pk,
+        "equivalence_percent": margin,
+        "interval_explanation": stats.INTERVAL_EXPLANATION,
+        "verdict_explanation": stats.VERDICT_EXPLANATION.format(margin=margin),
         "tests": tests,
         "not_shared": not_shared,
     }
+
+
+def _entry(run_id: int, values: list, percentile: bool) -> dict:
+    """One run's figure in a comparison, before it is set against the reference."""
+    entry = {
+        "run": run_id,
+        "n": len(values),
+        "mean": None,
+        "gmean": None,
+        "stdev": None,
+        "ci95_low": None,
+        "ci95_high": None,
+        "min": None,
+        "max": None,
+        "note": None,
+        "values": values,
+        "delta_percent": None,
+        "ratio": None,
+        "ratio_low": None,
+        "ratio_high": None,
+        "p_value": None,
+        "p_adjusted": None,
+        "p_text": None,
+        "verdict": None,
+        "verdict_text": None,
+        "repeats_needed": None,
+        "better": None,
+        "overhead": None,
+    }
+    if percentile:
+        rng = stats.percentile_range(values)
+        entry.update(
+            {
+                "min": rng["min"],
+                "max": rng["max"],
+                "note": "percentiles of repeats are not averaged: range shown",
+            }
+        )
+        return entry
+    summary = stats.summarize(values)
+    for k in ("mean", "gmean", "stdev", "ci95_low", "ci95_high", "min", "max", "note"):
+        entry[k] = summary[k]
+    return entry
+
+
+def extremes(data: dict) -> list[dict]:
+    """Per test and figure: the best and worst run, among real differences only.
+
+    ``fastest`` is the run most significantly better than the reference
+    (verdict "faster"), ``slowest`` the one most significantly worse; None
+    when no run differs from the reference beyond noise.  ``significant``
+    lists the runs with a real difference.
+    """
+    out = []
+    for test in data["tests"]:
+        for m in test["metrics"]:
+            if m.get("kind") == "percentile" or m["higher_is_better"] is None:
+                continue
+            faster = [e for e in m["runs"] if e["verdict"] == stats.FASTER]
+            slower = [e for e in m["runs"] if e["verdict"] == stats.SLOWER]
+            up = m["higher_is_better"]
+
+            def how_much(e, up=up):
+                return e["ratio"] if up else 1.0 / e["ratio"]
+
+            out.append(
+                {
+                    "test": test["title"],
+                    "test_id": test["test_id"],
+                    "metric": m["metric"],
+                    "fastest": max(faster, key=how_much)["run"] if faster else None,
+                    "slowest": min(slower, key=how_much)["run"] if slower else None,
+                    "significant": [e["run"] for e in faster + slower],
+                }
+            )
+    return out
+
+
+def result_overheads(results: Sequence[Result], baselines: dict) -> dict:
+    """Guest/host overhead with its interval, for every paired test.
+
+    ``results`` are a guest run's results, ``baselines`` its host baseline's
+    results by comparability key.  Returns result id -> metric -> the
+    ``stats.overhead`` answer, for each main metric both sides measured in
+    the main direction (percentiles excluded).  One query.
+    """
+    pairs = [
+        (res, baselines[res.comparability_key])
+        for res in results
+        if res.comparability_key in baselines
+    ]
+    ids = [r.pk for pair in pairs for r in pair]
+    values = repeat_values(ids) if ids else {}
+    out: dict[int, dict] = {}
+    for guest, host in pairs:
+        direction = (guest.stats or {}).get("main_direction")
+        per_metric = {}
+        for metric, info in MAIN_METRICS.items():
+            if metric in PERCENTILE_METRICS:
+                continue
+            g = values.get(guest.pk, {}).get(direction, {}).get(metric, [])
+            h = values.get(host.pk, {}).get(direction, {}).get(metric, [])
+            if g and h:
+                per_metric[metric] = stats.overhead(g, h, info["higher_is_better"])
+        out[guest.pk] = per_metric
+    return out
 
 
 def main_metric(test_id: str) -> str | None:

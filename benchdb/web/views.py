@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from benchdb.results import compare as compare_mod
+from benchdb.results import stats
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
@@ -168,20 +169,14 @@ def run_detail(request, pk: int):
     ):
         raw[result_id].add(repeat)
     rows, charts = [], defaultdict(list)
+    # Guest/host with its interval, per paired test (results.stats.overhead).
+    overheads = compare_mod.result_overheads(results, baseline) if baseline else {}
     for res in results:
         direction = (res.stats or {}).get("main_direction")
         summary = ((res.stats or {}).get("directions") or {}).get(direction) or {}
         metric = compare_mod.main_metric(res.test_id) or _first_metric(summary)
         main = summary.get(metric) or {}
-        host = baseline.get(res.comparability_key)
-        overhead = None
-        if host and metric:
-            host_summary = ((host.stats or {}).get("directions") or {}).get(
-                direction, {}
-            )
-            host_mean = (host_summary.get(metric) or {}).get("mean")
-            if host_mean and main.get("mean") is not None:
-                overhead = (main["mean"] / host_mean - 1) * 100
+        overhead = overheads.get(res.pk, {}).get(metric)
         rows.append(
             {
                 "result": res,
@@ -394,7 +389,7 @@ def _markdown(data: dict, labels: dict) -> str:
                 lines.append(
                     f"| {test['title']} | {m['metric']} | {title} | "
                     f"{human(e['mean'], m['metric'])} | {ci} | {delta} | "
-                    f"{e['verdict'] or ''} |"
+                    f"{e['verdict_text'] or e['note'] or ''} |"
                 )
     return "\n".join(lines)
 
@@ -453,8 +448,12 @@ def compare_csv(request):
             "ci95_low",
             "ci95_high",
             "delta_percent",
+            "ratio_low",
+            "ratio_high",
             "p_value",
+            "p_adjusted",
             "verdict",
+            "verdict_text",
         ]
     )
     for row in context["rows"]:
@@ -470,8 +469,12 @@ def compare_csv(request):
                 e["ci95_low"],
                 e["ci95_high"],
                 e["delta_percent"],
+                e["ratio_low"],
+                e["ratio_high"],
                 e["p_value"],
+                e["p_adjusted"],
                 e["verdict"],
+                e["verdict_text"],
             ]
         )
     return response
@@ -571,30 +574,17 @@ def cache_mode_report(request):
 
 
 def _extremes(data: dict, labels: dict) -> list[dict]:
+    """Best and worst among real differences only (``compare.extremes``)."""
     out = []
-    for test in data["tests"]:
-        for m in test["metrics"]:
-            entries = [e for e in m["runs"] if e["mean"] is not None]
-            if len(entries) < 2:
-                continue
-            pick = max if m["higher_is_better"] else min
-            worst = min if m["higher_is_better"] else max
-            best, slow = (
-                pick(entries, key=lambda e: e["mean"]),
-                worst(entries, key=lambda e: e["mean"]),
-            )
-            significant = [
-                labels[e["run"]] for e in entries if e["verdict"] == "significant"
-            ]
-            out.append(
-                {
-                    "test": test["title"],
-                    "metric": m["metric"],
-                    "fastest": labels[best["run"]],
-                    "slowest": labels[slow["run"]],
-                    "significant": significant,
-                }
-            )
+    for e in compare_mod.extremes(data):
+        out.append(
+            {
+                **e,
+                "fastest": labels.get(e["fastest"]),
+                "slowest": labels.get(e["slowest"]),
+                "significant": [labels[rid] for rid in e["significant"]],
+            }
+        )
     return out
 
 
@@ -636,8 +626,19 @@ def overhead_report(request):
                     "guest_mean": g_mean,
                     "host_mean": h_mean,
                     "overhead": (g_mean / h_mean - 1) * 100,
+                    "pair": (res, host),
                 }
             )
+    # Every overhead with its interval: one query for all the repeats.
+    values = compare_mod.repeat_values([r.pk for row in rows for r in row["pair"]])
+    for row in rows:
+        guest_res, host_res = row.pop("pair")
+        direction = (guest_res.stats or {}).get("main_direction")
+        g = values.get(guest_res.pk, {}).get(direction, {}).get(row["metric"], [])
+        h = values.get(host_res.pk, {}).get(direction, {}).get(row["metric"], [])
+        row["interval"] = stats.overhead(
+            g, h, compare_mod.higher_is_better(row["metric"])
+        )
     return render(request, "web/report_overhead.html", {"rows": rows})
 
 

@@ -8,6 +8,7 @@ import math
 import statistics
 
 import pytest
+from scipy import stats as sps
 
 from benchdb.results import stats
 from benchdb.results.ingest import store_bundle
@@ -72,33 +73,62 @@ def test_it_compares_means_intervals_deltas_and_significance(
     assert ref["n"] == other["n"] == 3
     assert ref["mean"] == pytest.approx(statistics.mean(a), rel=1e-12)
     assert other["stdev"] == pytest.approx(statistics.stdev(b), rel=1e-9)
-    half = T95_DF2 * statistics.stdev(b) / math.sqrt(3)
-    assert other["ci95_low"] == pytest.approx(statistics.mean(b) - half, rel=1e-6)
-    assert other["ci95_high"] == pytest.approx(statistics.mean(b) + half, rel=1e-6)
-    delta = (statistics.mean(b) - statistics.mean(a)) / statistics.mean(a) * 100
-    assert other["delta_percent"] == pytest.approx(delta, rel=1e-9)
-    assert ref["delta_percent"] is None and ref["verdict"] is None
-    t, df = welch_t_df(a, b)
-    if t is None:
+    # The interval is for the geometric mean, on the log scale (never < 0).
+    logs = [math.log(v) for v in b]
+    half = T95_DF2 * statistics.stdev(logs) / math.sqrt(3)
+    centre = statistics.mean(logs)
+    assert other["gmean"] == pytest.approx(math.exp(centre), rel=1e-9)
+    assert other["ci95_low"] == pytest.approx(math.exp(centre - half), rel=1e-6)
+    assert other["ci95_high"] == pytest.approx(math.exp(centre + half), rel=1e-6)
+    assert 0 < other["ci95_low"] <= other["gmean"] <= other["ci95_high"]
+    # The effect: ratio of geometric means, Welch's t-test on the logs (SciPy),
+    # Holm over the one comparison shown (so unchanged).
+    ratio = sps.gmean(b) / sps.gmean(a)
+    assert other["ratio"] == pytest.approx(ratio, rel=1e-9)
+    assert other["delta_percent"] == pytest.approx((ratio - 1) * 100, rel=1e-9)
+    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    if statistics.variance(la) + statistics.variance(lb) == 0:
         # fio reports IOPS over a whole-millisecond runtime, so short repeats
         # can agree exactly: no spread at all, and different means.
-        expected_p = 0.0 if statistics.mean(a) != statistics.mean(b) else 1.0
+        expected_p = 0.0 if ratio != 1 else 1.0
     else:
-        expected_p = stats.t_sf_two_sided(t, df)
-    assert other["p_value"] == pytest.approx(expected_p, rel=1e-9)
-    assert other["verdict"] == ("significant" if expected_p < 0.05 else "within noise")
-    assert other["better"] is (delta > 0)
+        welch = sps.ttest_ind(lb, la, equal_var=False)
+        expected_p = welch.pvalue
+        ci = welch.confidence_interval(0.95)
+        assert other["ratio_low"] == pytest.approx(math.exp(ci.low), rel=1e-6)
+        assert other["ratio_high"] == pytest.approx(math.exp(ci.high), rel=1e-6)
+    assert other["p_value"] == pytest.approx(expected_p, rel=1e-9, abs=1e-300)
+    assert other["p_adjusted"] == other["p_value"]
+    assert other["p_text"] == stats.format_p(expected_p)
+    # The slow run is capped at 300 IOPS, the fast one is not: a real loss.
+    assert expected_p < 0.05
+    assert other["verdict"] == "slower"
+    assert other["verdict_text"].startswith("slower by ")
+    assert other["better"] is False
+    assert ref["ratio"] is None and ref["verdict"] is None
     # The capped run really is capped (fio honours rate_iops).
     assert max(b) <= 300 * 1.05
 
-    # Latency: lower is better.
+    # Latency: lower is better, so more latency is "slower".
     lat = entry(body, READ, "lat_mean_ns", slow.pk)
     la = repeat_values(bundles["fast"], READ, "read", "lat_mean_ns")
     lb = repeat_values(bundles["slow"], READ, "read", "lat_mean_ns")
     assert lat["mean"] == pytest.approx(statistics.mean(lb), rel=1e-12)
-    lat_delta = (statistics.mean(lb) - statistics.mean(la)) / statistics.mean(la) * 100
-    assert lat["delta_percent"] == pytest.approx(lat_delta)
-    assert lat["better"] is (lat_delta < 0)
+    lat_ratio = sps.gmean(lb) / sps.gmean(la)
+    assert lat["delta_percent"] == pytest.approx((lat_ratio - 1) * 100)
+    if lat["verdict"] in ("faster", "slower"):
+        assert lat["verdict"] == ("slower" if lat_ratio > 1 else "faster")
+        assert lat["better"] is bool(lat_ratio < 1)
+    else:
+        assert lat["better"] is None
+    # p99 latency is never averaged: each repeat's value and the range.
+    test = next(t for t in body["tests"] if t["test_id"] == READ)
+    p99 = next(m for m in test["metrics"] if m["metric"] == "clat_p99_ns")
+    assert p99["kind"] == "percentile"
+    for e in p99["runs"]:
+        assert e["mean"] is None and e["verdict"] is None
+        assert e["min"] == min(e["values"]) and e["max"] == max(e["values"])
+    assert body["interval_explanation"] == stats.INTERVAL_EXPLANATION
 
 
 def test_it_says_not_enough_repeats_for_a_single_run(api, trio):
@@ -111,7 +141,11 @@ def test_it_says_not_enough_repeats_for_a_single_run(api, trio):
     single = entry(body, READ, "iops", runs["single"].pk)
     assert single["n"] == 1
     assert single["ci95_low"] is None
-    assert single["verdict"] == "not enough repeats"
+    assert single["note"] == stats.NOT_ENOUGH
+    assert single["min"] == single["max"] == single["values"][0]
+    assert single["verdict"] == "cannot tell"
+    assert single["verdict_text"].startswith("cannot tell: too few repeats")
+    assert single["ratio_low"] is None and single["p_value"] is None
     assert single["delta_percent"] is not None
 
 
@@ -122,7 +156,13 @@ def test_it_takes_another_reference(api, trio):
     body = body.json()
     assert body["reference"] == slow.pk
     fast_entry = entry(body, READ, "iops", fast.pk)
-    assert fast_entry["better"] is (fast_entry["delta_percent"] > 0)
+    assert fast_entry["verdict"] == "faster" and fast_entry["better"] is True
+    # The mirror of fast-against-slow.
+    mirror = api.get(f"/api/v1/compare/?runs={fast.pk},{slow.pk}").json()
+    slow_entry = entry(mirror, READ, "iops", slow.pk)
+    assert slow_entry["verdict"] == "slower"
+    assert fast_entry["ratio"] * slow_entry["ratio"] == pytest.approx(1.0)
+    assert fast_entry["p_value"] == pytest.approx(slow_entry["p_value"])
     assert entry(body, READ, "iops", slow.pk)["delta_percent"] is None
 
 

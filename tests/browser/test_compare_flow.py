@@ -63,7 +63,7 @@ def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
     page.click(f"a[href$='&ref={none_id}']")
     page.wait_for_selector("#charts canvas")
     verdicts = page.inner_text("#delta-table")
-    assert "within noise" in verdicts and "significant" in verdicts
+    assert "cannot tell" in verdicts and "faster by" in verdicts
     # Save, then open the link in a fresh context (no cookies, no history).
     page.click("#save-comparison")
     page.wait_for_url("**/c/*")
