@@ -115,6 +115,12 @@ def test_the_detail_gives_overhead_against_the_host_baseline(api, fio, catalogue
     )
     # The host is rate-capped at 2000 IOPS: the guest looks faster than native.
     assert overhead["iops"] > 1
+    # With its interval: guest/host of geometric means over the 3 repeats.
+    iops = overhead["intervals"]["iops"]
+    assert (iops["n_guest"], iops["n_host"]) == (3, 3)
+    assert 0 < iops["low"] <= iops["ratio"] <= iops["high"]
+    assert iops["ratio"] == pytest.approx(overhead["iops"], rel=0.05)
+    assert iops["text"].startswith(f"guest {iops['ratio']:.2f}× host (CI ")
     # A host run has no baseline, so no overhead.
     assert all(t["overhead"] is None for t in host_body["tests"])
 
