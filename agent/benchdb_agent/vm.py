@@ -66,29 +66,43 @@ class VmError(RuntimeError):
 
 
 class DiskConfig:
-    """One virtual disk as the host runs it: tags, image path, where read."""
+    """One virtual disk as the host runs it: tags, image path, where read.
 
-    def __init__(self, disk_id: str, tags: dict, path: str | None, source: str):
+    ``details`` says where each value came from (the host-config reader's
+    ``sources``: "set in the config", "QEMU default", ...).
+    """
+
+    def __init__(
+        self, disk_id: str, tags: dict, path, source: str, details=None
+    ) -> None:
         self.id = disk_id
-        self.tags = {k: v for k, v in tags.items() if k in HOST_TAGS and v}
-        self.path = path
+        self.tags = {
+            k: v for k, v in tags.items() if k in HOST_TAGS and v and v != "unknown"
+        }
+        self.path = path or None
         self.source = source
+        self.details = dict(details or {})
 
     def __repr__(self) -> str:
         return f"DiskConfig({self.id!r}, {self.tags!r}, {self.path!r})"
 
 
-def _read_tags(kind: str, text, disk_id, storage_cfg=None) -> dict:
-    """The host-config reader's tags for one disk (one place to adapt it)."""
-    if kind == "qemu":
-        disk = hostconfig.qemu_cmdline(text, disk_id)
-    elif kind == "libvirt":
-        disk = hostconfig.libvirt(text, disk_id)
-    else:
-        disk = hostconfig.proxmox(text, storage_cfg, disk_id)
-    # The reader may answer with a Disk object (to_tags) or a tag dict.
-    tags = disk.to_tags() if hasattr(disk, "to_tags") else dict(disk)
-    return {str(k): str(v) for k, v in tags.items() if isinstance(v, str)}
+def read_disk(kind: str, text, disk_id: str, source: str, **extra) -> DiskConfig:
+    """One disk through the host-config reader (hostconfig's public API)."""
+    try:
+        if kind == "qemu":
+            disks = hostconfig.for_qemu_cmdline(text, extra.get("pid"))
+        elif kind == "libvirt":
+            disks = hostconfig.for_libvirt_xml(text)
+        else:
+            disks = hostconfig.for_proxmox(text, extra.get("storage_cfg"))
+        disk = hostconfig.pick(disks, disk_id)
+    except ValueError as exc:
+        raise VmError(str(exc)) from None
+    if not disk.is_target:
+        raise VmError(f"disk {disk_id} is a {disk.kind}, not a disk to measure")
+    details = disk.to_dict().get("sources", {})
+    return DiskConfig(disk_id, disk.to_tags(), disk.path, source, details)
 
 
 def host_filesystem(path: str | None) -> str | None:
@@ -213,16 +227,6 @@ def qmp_command(path: str, command: str, arguments=None, timeout: float = 10.0):
         return answer["return"]
 
 
-QMP_CACHE = {
-    (True, True, False): "none",
-    (False, False, False): "writethrough",
-    (True, False, False): "writeback",
-    (False, True, False): "directsync",
-    (True, False, True): "unsafe",
-    (True, True, True): "unsafe",
-}
-
-
 class QemuVm:
     """A plain QEMU process: its command line is its configuration."""
 
@@ -264,9 +268,11 @@ class QemuVm:
         return path if os.path.isabs(path) else os.path.join(self.cwd, path)
 
     def disk(self, disk_id: str) -> DiskConfig:
-        tags = _read_tags("qemu", self.argv, disk_id)
-        path = self._abs(_drive_file(self.argv, disk_id))
-        return DiskConfig(disk_id, tags, path, "qemu-cmdline")
+        if _process_alive(self.pid):
+            self._load(self.pid)  # what the process runs now, not our idea of it
+        disk = read_disk("qemu", self.argv, disk_id, "qemu-cmdline", pid=self.pid)
+        disk.path = self._abs(disk.path or _drive_file(self.argv, disk_id))
+        return disk
 
     def qmp_path(self) -> str | None:
         return self._abs(self.qmp_arg or _qmp_socket(self.argv))
@@ -276,12 +282,17 @@ class QemuVm:
         path = self.qmp_path()
         if not path:
             return None
-        for block in qmp_command(path, "query-block"):
+        try:
+            blocks = qmp_command(path, "query-block")
+        except (OSError, ValueError) as exc:
+            raise VmError(f"QMP query-block on {path}: {exc}") from None
+        for block in blocks:
             names = (block.get("device"), block.get("qdev"))
             if disk_id in names and block.get("inserted"):
-                cache = block["inserted"]["cache"]
-                key = (cache["writeback"], cache["direct"], cache["no-flush"])
-                return QMP_CACHE.get(key)
+                flags = block["inserted"]["cache"]
+                return hostconfig.cache_mode(
+                    flags["writeback"], flags["direct"], flags["no-flush"]
+                )
         return None
 
     def guest(self):
@@ -312,6 +323,7 @@ class QemuVm:
             return
         asked = False
         if guest is not None:
+            guest.close()  # a fresh channel: an interrupted call may be half-read
             try:
                 guest.shutdown()
                 asked = True
@@ -435,14 +447,14 @@ class LibvirtVm:
 
     def disk(self, disk_id: str) -> DiskConfig:
         live = self._run("dumpxml", self.domain)
-        tags = _read_tags("libvirt", live, disk_id)
-        path = None
-        for disk in ET.fromstring(live).iter("disk"):
-            target, source = disk.find("target"), disk.find("source")
-            if target is not None and target.get("dev") == disk_id:
-                if source is not None:
-                    path = source.get("file") or source.get("dev")
-        return DiskConfig(disk_id, tags, path, "libvirt-xml")
+        disk = read_disk("libvirt", live, disk_id, "libvirt-xml")
+        if not disk.path:
+            for node in ET.fromstring(live).iter("disk"):
+                target, source = node.find("target"), node.find("source")
+                if target is not None and target.get("dev") == disk_id:
+                    if source is not None:
+                        disk.path = source.get("file") or source.get("dev")
+        return disk
 
     def running_cache_mode(self, disk_id: str) -> str | None:
         return None
@@ -549,15 +561,20 @@ class ProxmoxVm:
             storage = open(self.storage_cfg).read()
         except OSError:
             storage = None
-        tags = _read_tags("proxmox", config, disk_id, storage)
+        disk = read_disk(
+            "proxmox", config, disk_id, "proxmox-config", storage_cfg=storage
+        )
         volume = self.spec(config, disk_id).split(",")[0]
-        path = volume if volume.startswith("/") else None
-        if path is None:
+        if not (disk.path or "").startswith("/"):
+            disk.path = volume if volume.startswith("/") else None
+        if disk.path is None:
             try:
-                path = self._run("pvesm", "path", volume, timeout=60).strip() or None
+                disk.path = (
+                    self._run("pvesm", "path", volume, timeout=60).strip() or None
+                )
             except VmError:
-                path = None
-        return DiskConfig(disk_id, tags, path, "proxmox-config")
+                disk.path = None
+        return disk
 
     def running_cache_mode(self, disk_id: str) -> str | None:
         return None
@@ -1042,6 +1059,8 @@ def _finish(doc, sweep_id, sources, vm, disk, running=None) -> None:
         doc["sweep_id"] = sweep_id
     doc["tag_sources"] = {k: v for k, v in sources.items() if k in doc["tags"]}
     host = {"vm": vm.name, "disk": disk.id, "read_from": disk.source}
+    if disk.details:
+        host["sources"] = disk.details
     if running:
         host["qmp_cache_mode"] = running
     doc["environment"]["vm_host"] = host

@@ -180,7 +180,8 @@ def test_libvirt_cache_change_is_defined_by_real_virsh(tmp_path):
     from benchdb_agent import hostconfig
 
     dumped = out[out.index("<domain") : out.index("</domain>") + len("</domain>")]
-    assert hostconfig.libvirt(dumped, "vda")["cache_mode"] == "directsync"
+    disk = hostconfig.pick(hostconfig.for_libvirt_xml(dumped), "vda")
+    assert disk.cache_mode == "directsync"
 
 
 @needs_virsh

@@ -1,0 +1,315 @@
+"""``benchdb-agent vm`` on real QEMU guests, checked through benchdb's API.
+
+Each test starts a plain QEMU VM (tests.guests.harness.start_qga_vm: the
+Debian kernel + initramfs guest with Debian's qemu-guest-agent on its
+virtio-serial port, a blank 1 GiB bench disk with drive id ``bench``), and
+runs the agent's ``vm`` command on it as a user would, uploading to a live
+benchdb with a real worker.  The test watches QEMU on its own QMP socket
+(``query-block``) the whole time, so what it compares the stored runs with
+is what QEMU really ran, not what the agent says.
+
+Under software emulation each boot takes ~10-20 s and each guest run of the
+shortened profile ~20 s: the three tests take about 8 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from benchdb_agent import qga
+from tests.conftest import wait_for
+from tests.guests import harness
+
+pytestmark = [
+    pytest.mark.guest,
+    pytest.mark.worker,
+    pytest.mark.django_db(transaction=True),
+]
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+# The shortened quick profile (as tests.guests.matrix runs it), two tests: a
+# read and a write, where the cache modes differ most.
+SHORT = [
+    "--size",
+    "64M",
+    "--runtime",
+    "1",
+    "--repeats",
+    "2",
+    "--max-repeats",
+    "2",
+    "--test",
+    "fio-rand-read-4k-q32t1",
+    "--test",
+    "fio-rand-write-4k-q32t1",
+]
+
+
+@pytest.fixture(scope="module")
+def guest_build():
+    return harness.build_guest()
+
+
+class Watcher(threading.Thread):
+    """Polls QEMU's query-block on the test's own QMP socket: the sequence
+    of cache modes QEMU ran for the bench disk, consecutive repeats merged."""
+
+    def __init__(self, sock: Path):
+        super().__init__(daemon=True)
+        self.sock = sock
+        self.seen = []
+        self.stop = threading.Event()
+
+    def current(self) -> str | None:
+        try:
+            blocks = harness.qmp(self.sock, "query-block", timeout=5)
+        except (OSError, ValueError, harness.GuestError):
+            return None  # QEMU is restarting
+        for block in blocks:
+            if block["device"] == "bench" and block.get("inserted"):
+                return harness.cache_mode_of(block)
+        return None
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            mode = self.current()
+            if mode and (not self.seen or self.seen[-1] != mode):
+                self.seen.append(mode)
+            time.sleep(0.5)
+
+
+class Vm:
+    """A plain QEMU VM the test starts; the agent may restart it."""
+
+    def __init__(self, build: dict, workdir: Path, cache_mode: str):
+        self.workdir = workdir
+        self.proc = harness.start_qga_vm(build, workdir, cache_mode)
+        self.argv = harness.qga_vm_command(build, workdir, cache_mode)
+        guest = qga.Guest(qga.SocketChannel(str(workdir / "qga.sock")))
+        try:
+            guest.wait(180)
+        finally:
+            guest.close()
+
+    def pids(self) -> list[int]:
+        """QEMU processes running this VM (ours, or restarted by the agent)."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                cwd = os.readlink(f"/proc/{entry}/cwd")
+                raw = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            argv = [a.decode() for a in raw.split(b"\0") if a]
+            if cwd == str(self.workdir) and argv[:1] == ["qemu-system-x86_64"]:
+                found.append((int(entry), argv))
+        return found
+
+    def close(self) -> None:
+        self.proc.poll()
+        for pid, _ in self.pids():
+            os.kill(pid, signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class Agent:
+    """``benchdb-agent vm ...`` as a user runs it; output kept in files (a
+    long sweep's progress lines would fill a pipe nobody reads)."""
+
+    def __init__(self, logs: Path, *args: str):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(ROOT / "agent"), str(ROOT), env.get("PYTHONPATH", "")]
+        )
+        self.out, self.err = logs / "vm.stdout", logs / "vm.stderr"
+        with self.out.open("w") as out, self.err.open("w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "benchdb_agent", "vm", *args],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=err,
+            )
+
+    def finish(self, timeout: float) -> tuple[int, str, str]:
+        try:
+            self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode, self.out.read_text(), self.err.read_text()
+
+
+def _runs(client: APIClient, **params) -> list[dict]:
+    return client.get("/api/v1/runs/", {**params, "page_size": 100}).json()["results"]
+
+
+def _stored(client: APIClient, count: int, **params) -> list[dict]:
+    return wait_for(
+        lambda: (r := _runs(client, **params)) and len(r) >= count and r,
+        timeout=180,
+        what=f"{count} runs with {params}",
+    )
+
+
+def _vm_args(vm: Vm, pid: int, server: str, out: Path, *extra: str) -> list:
+    return [
+        "--qemu-pid",
+        str(pid),
+        "--disk",
+        "bench",
+        "--guest-device",
+        "/dev/vda",
+        *SHORT,
+        "--upload",
+        server,
+        "--out-dir",
+        str(out),
+        *extra,
+    ]
+
+
+def test_paired_guest_and_host_runs_tagged_from_the_running_qemu(
+    guest_build, celery_worker_process, live_server, tmp_path
+):
+    workdir = harness.cache_root() / "runs" / f"vm-pair-{os.getpid()}"
+    vm = Vm(guest_build, workdir, "none")
+    try:
+        watcher = Watcher(workdir / "test-qmp.sock")
+        ran = watcher.current()
+        agent = Agent(tmp_path, *_vm_args(vm, vm.proc.pid, live_server.url, tmp_path))
+        code, out, err = agent.finish(900)
+        assert code == 0, err
+        # The VM was not touched: same process, same configuration.
+        assert vm.proc.poll() is None
+        assert [argv for _, argv in vm.pids()] == [vm.argv]
+    finally:
+        vm.close()
+    assert ran == "none"
+    assert "guest vs host" in out and "fio-rand-write-4k-q32t1" in out
+    client = APIClient()
+    runs = _stored(client, 2)
+    host = next(r for r in runs if r["role"] == "host")
+    guest = next(r for r in runs if r["role"] == "guest")
+    assert guest["pair_id"] == host["pair_id"] and guest["baseline"] == host["id"]
+    assert guest["cache_mode"] == ran  # what query-block said QEMU ran
+    assert (guest["disk_bus"], guest["image_format"]) == ("virtio-blk", "raw")
+    assert (guest["aio_mode"], guest["storage_backend"]) == ("threads", "file")
+    assert guest["sweep_id"] == "" and host["sweep_id"] == ""
+    detail = client.get(guest["url"]).json()
+    assert detail["tag_sources"]["cache_mode"] == "host-config"
+    assert set(detail["tag_sources"]) == set(detail["tags"])
+    assert detail["environment"]["vm_host"]["qmp_cache_mode"] == "none"
+    assert detail["environment"]["target"]["write_cache"] == "write back"
+    for test in detail["tests"]:
+        assert test["overhead"]["baseline_run"] == host["id"], test["test_id"]
+    # The baseline ran next to the image, and nothing was left there.
+    host_detail = client.get(host["url"]).json()
+    assert host_detail["environment"]["target"]["path"].startswith(
+        str(workdir / "disks" / ".benchdb-baseline-")
+    )
+    assert os.listdir(workdir / "disks") == ["bench.raw"]
+
+
+def test_sweep_of_all_five_cache_modes_restores_the_vm(
+    guest_build, celery_worker_process, live_server, tmp_path
+):
+    workdir = harness.cache_root() / "runs" / f"vm-sweep-{os.getpid()}"
+    vm = Vm(guest_build, workdir, "writeback")
+    watcher = Watcher(workdir / "test-qmp.sock")
+    watcher.start()
+    try:
+        agent = Agent(
+            tmp_path,
+            *_vm_args(vm, vm.proc.pid, live_server.url, tmp_path),
+            "--cache-modes",
+            "all",
+            "--yes",
+        )
+        code, out, err = agent.finish(1800)
+        assert code == 0, err[-3000:]
+        wait_for(lambda: watcher.current() == "writeback", 60, what="restored QEMU")
+        watcher.stop.set()
+        watcher.join()
+        # Restored: one QEMU, with exactly the original command line.
+        assert [argv for _, argv in vm.pids()] == [vm.argv]
+    finally:
+        watcher.stop.set()
+        vm.close()
+    modes = list(harness.CACHE_MODES)
+    assert watcher.seen == ["writeback", *modes, "writeback"], watcher.seen
+    assert "restored" in err and "/sweeps/sweep-" in err
+    for mode in modes:
+        assert f"\n{mode} " in "\n" + out  # a table row per mode
+    client = APIClient()
+    runs = _stored(client, 6)
+    sweep_id = runs[0]["sweep_id"]
+    assert sweep_id.startswith("sweep-")
+    assert {r["sweep_id"] for r in runs} == {sweep_id}
+    host = [r for r in runs if r["role"] == "host"]
+    guests = sorted((r for r in runs if r["role"] == "guest"), key=lambda r: r["id"])
+    assert len(host) == 1 and len(guests) == 5
+    # In the order QEMU ran them, each with the cache mode QEMU ran.
+    assert [g["cache_mode"] for g in guests] == modes
+    for guest in guests:
+        assert guest["baseline"] == host[0]["id"]
+        detail = client.get(guest["url"]).json()
+        assert detail["environment"]["vm_host"]["qmp_cache_mode"] == guest["cache_mode"]
+        assert detail["tag_sources"]["cache_mode"] == "host-config"
+        expected = harness.EXPECTED_WRITE_CACHE[guest["cache_mode"]]
+        assert detail["environment"]["target"]["write_cache"] == expected
+    page = client.get(f"/sweeps/{sweep_id}/")
+    assert page.status_code == 302
+    ids = [host[0]["id"]] + [g["id"] for g in guests]
+    assert f"runs={'%2C'.join(str(i) for i in ids)}" in page["Location"]
+    assert page["Location"].endswith(f"ref={host[0]['id']}")
+
+
+def test_ctrl_c_in_the_middle_of_a_sweep_restores_the_vm(
+    guest_build, celery_worker_process, live_server, tmp_path
+):
+    workdir = harness.cache_root() / "runs" / f"vm-abort-{os.getpid()}"
+    vm = Vm(guest_build, workdir, "writethrough")
+    watcher = Watcher(workdir / "test-qmp.sock")
+    watcher.start()
+    try:
+        agent = Agent(
+            tmp_path,
+            *_vm_args(vm, vm.proc.pid, live_server.url, tmp_path),
+            "--cache-modes",
+            "none,unsafe",
+            "--yes",
+        )
+        # Interrupt once QEMU runs the second mode (the first is stored).
+        wait_for(lambda: "unsafe" in watcher.seen, 600, what="the second mode")
+        time.sleep(5)
+        agent.proc.send_signal(signal.SIGINT)
+        code, out, err = agent.finish(600)
+        assert code == 1, err[-3000:]
+        wait_for(lambda: watcher.current() == "writethrough", 60, what="restore")
+        watcher.stop.set()
+        watcher.join()
+        assert [argv for _, argv in vm.pids()] == [vm.argv]
+    finally:
+        watcher.stop.set()
+        vm.close()
+    assert watcher.seen == ["writethrough", "none", "unsafe", "writethrough"]
+    assert "restored" in err and "COULD NOT RESTORE" not in err
+    client = APIClient()
+    runs = _stored(client, 2)
+    assert sorted(r["role"] for r in runs) == ["guest", "host"]
+    assert [r["cache_mode"] for r in runs if r["role"] == "guest"] == ["none"]
