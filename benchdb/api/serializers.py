@@ -11,7 +11,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from benchdb.api.permissions import owner_key
 from benchdb.api.validation import DIGITS, Errors, _tags
+from benchdb.results import reads
 from benchdb.results.compare import GROUP_BY, METRIC_COLUMNS, SIMILAR_MATCH
 from benchdb.results.models import (
     METRIC_FIELDS,
@@ -28,6 +30,14 @@ def absolute(request, path: str) -> str:
     return request.build_absolute_uri(path) if request is not None else path
 
 
+def viewer(context) -> tuple:
+    """(user, owner key) of the request being answered, for the read rules."""
+    request = context.get("request")
+    if request is None:
+        return None, ""
+    return getattr(request, "user", None), owner_key(request)
+
+
 # Submissions -----------------------------------------------------------------
 
 
@@ -36,7 +46,10 @@ class SubmissionSerializer(serializers.ModelSerializer):
 
     id = serializers.UUIDField(source="bundle_id", read_only=True)
     status_url = serializers.SerializerMethodField()
-    run = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    run = serializers.SerializerMethodField(
+        help_text="The run's id once stored, if you may open it (its owner: "
+        "signed in or with X-Owner-Key, or a public or unlisted run)."
+    )
     run_url = serializers.SerializerMethodField()
     errors = serializers.ListField(child=serializers.DictField(), read_only=True)
 
@@ -61,12 +74,17 @@ class SubmissionSerializer(serializers.ModelSerializer):
             reverse("api:submission-detail", args=[obj.bundle_id]),
         )
 
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_run(self, obj) -> int | None:
+        return reads.submission_run_id(obj, *viewer(self.context))
+
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_run_url(self, obj) -> str | None:
-        if obj.run_id is None:
+        run_id = reads.submission_run_id(obj, *viewer(self.context))
+        if run_id is None:
             return None
         return absolute(
-            self.context.get("request"), reverse("api:run-detail", args=[obj.run_id])
+            self.context.get("request"), reverse("api:run-detail", args=[run_id])
         )
 
 
@@ -168,7 +186,9 @@ class RunListSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     web_url = serializers.SerializerMethodField()
     hardware = HardwareSerializer(read_only=True, allow_null=True)
-    baseline = serializers.PrimaryKeyRelatedField(read_only=True, allow_null=True)
+    baseline = serializers.SerializerMethodField(
+        help_text="The host run that is this run's native baseline, if you may open it."
+    )
     suspect_reasons = serializers.ListField(child=serializers.CharField())
     owned = serializers.SerializerMethodField(
         help_text="True when the run belongs to an account."
@@ -186,6 +206,10 @@ class RunListSerializer(serializers.ModelSerializer):
 
     def get_web_url(self, obj) -> str:
         return absolute(self.context.get("request"), obj.get_absolute_url())
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_baseline(self, obj) -> int | None:
+        return reads.shown_baseline_id(obj, *viewer(self.context))
 
     def get_owned(self, obj) -> bool:
         return obj.owner_id is not None
@@ -386,7 +410,8 @@ class ModerationSerializer(serializers.Serializer):
 
 class CompareQuerySerializer(serializers.Serializer):
     runs = serializers.CharField(
-        help_text="Comma-separated run ids, 1 to 20; the first is the reference "
+        help_text=f"Comma-separated run ids, 1 to {reads.MAX_COMPARE_RUNS}; the "
+        "first is the reference "
         "unless `reference` says otherwise.",
         max_length=400,
     )
@@ -397,8 +422,10 @@ class CompareQuerySerializer(serializers.Serializer):
         if not parts or not all(DIGITS.fullmatch(p) for p in parts):
             raise serializers.ValidationError("expected run ids like 12,15,19")
         ids = list(dict.fromkeys(int(p) for p in parts))
-        if len(ids) > 20:
-            raise serializers.ValidationError("at most 20 runs")
+        try:
+            reads.check_run_ids(ids, None)
+        except reads.ReadError as exc:
+            raise serializers.ValidationError(exc.message) from None
         return ids
 
 
@@ -554,7 +581,9 @@ class AggregateSerializer(serializers.Serializer):
 
 class ComparisonCreateSerializer(serializers.Serializer):
     runs = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), min_length=1, max_length=20
+        child=serializers.IntegerField(min_value=1),
+        min_length=1,
+        max_length=reads.MAX_COMPARE_RUNS,
     )
     reference = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     title = serializers.CharField(required=False, allow_blank=True, max_length=200)
@@ -568,8 +597,6 @@ class ComparisonCreateSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 {"reference": ["must be one of the compared runs"]}
             )
-        if len(str(attrs.get("options") or {})) > 4000:
-            raise serializers.ValidationError({"options": ["too large"]})
         return attrs
 
 
@@ -604,15 +631,28 @@ class ComparisonSerializer(serializers.ModelSerializer):
 
 
 class SavedComparisonSerializer(ComparisonSerializer):
+    """A saved comparison as the reader may see it (``reads.SavedView``):
+    runs the reader may not open are left out, ids included."""
+
+    run_ids = serializers.SerializerMethodField()
+    reference_run_id = serializers.SerializerMethodField()
     comparison = serializers.SerializerMethodField()
 
     class Meta(ComparisonSerializer.Meta):
         fields = [*ComparisonSerializer.Meta.fields, "comparison"]
         read_only_fields = fields
 
+    @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
+    def get_run_ids(self, obj) -> list[int]:
+        return self.context["view_of"].run_ids
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_reference_run_id(self, obj) -> int | None:
+        return self.context["view_of"].reference_id
+
     @extend_schema_field(ComparisonResultSerializer(allow_null=True))
     def get_comparison(self, obj) -> dict | None:
-        return self.context.get("comparison")
+        return self.context["view_of"].data
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):

@@ -38,7 +38,7 @@ from benchdb.api.permissions import IsRunOwnerOrReadOnly, IsStaff, owner_key
 from benchdb.api.renderers import CSVRenderer
 from benchdb.api.throttling import SubmissionAddressThrottle, SubmissionTokenThrottle
 from benchdb.api.validation import check_bundle
-from benchdb.results import compare, ingest
+from benchdb.results import compare, ingest, reads
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
@@ -84,12 +84,8 @@ class StablePagination(PageNumberPagination):
 
 
 def readable_runs(request):
-    """Runs this request may open: ``readable_by`` plus the owner key's run."""
-    qs = Run.objects.readable_by(request.user)
-    key = owner_key(request)
-    if key:
-        qs = qs | Run.objects.filter(owner_key_hash=hash_secret(key))
-    return qs
+    """Runs this request may open (``reads.readable_runs``)."""
+    return reads.readable_runs(request.user, owner_key(request))
 
 
 # Submissions -----------------------------------------------------------------
@@ -315,7 +311,7 @@ class RunViewSet(
                 qs = Run.objects.visible()
             return qs.for_list().order_by("-created", "-id")
         qs = readable_runs(self.request).select_related(
-            "hardware", "hardware__cpu_model", "hardware__disk_model"
+            "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
         )
         if self.action == "retrieve" or self.action == "partial_update":
             qs = qs.prefetch_related(
@@ -351,15 +347,11 @@ class RunViewSet(
     def get_serializer_context(self):
         context = super().get_serializer_context()
         run = getattr(self, "_detail_run", None)
-        if run is not None and run.baseline_id:
-            baseline_ok = (
-                readable_runs(self.request).filter(pk=run.baseline_id).exists()
+        if run is not None:
+            context["baseline_results"] = reads.baseline_results(
+                run, self.request.user, owner_key(self.request)
             )
-            if baseline_ok:
-                context["baseline_results"] = {
-                    r.comparability_key: r
-                    for r in Result.objects.filter(run_id=run.baseline_id)
-                }
+            if context["baseline_results"]:
                 # Every paired test's overhead with its interval (one query).
                 context["overheads"] = compare.result_overheads(
                     list(run.results.all()), context["baseline_results"]
@@ -744,25 +736,19 @@ class ComparisonViewSet(
         body = s.ComparisonCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        compare_runs(request, data["runs"], data.get("reference"))
-        for _attempt in range(5):
-            try:
-                with transaction.atomic():
-                    saved = Comparison.objects.create(
-                        slug=Comparison.new_slug(),
-                        run_ids=data["runs"],
-                        reference_run_id=data.get("reference"),
-                        title=data.get("title", ""),
-                        options=data.get("options") or {},
-                        created_by=request.user
-                        if request.user.is_authenticated
-                        else None,
-                    )
-                break
-            except IntegrityError:
-                continue
-        else:
-            raise exceptions.APIException("could not allocate a share link")
+        try:
+            saved = reads.save_comparison(
+                data["runs"],
+                data.get("reference"),
+                title=data.get("title", ""),
+                options=data.get("options") or {},
+                user=request.user,
+                owner_key=owner_key(request),
+            )
+        except reads.ReadError as exc:
+            raise exceptions.ValidationError({exc.field: [exc.message]}) from None
+        except reads.NotReadable as exc:
+            raise exceptions.ValidationError({"runs": [str(exc)]}) from None
         out = s.ComparisonSerializer(saved, context={"request": request}).data
         return Response(out, status=status.HTTP_201_CREATED)
 
@@ -774,13 +760,8 @@ class ComparisonViewSet(
     )
     def retrieve(self, request, *args, **kwargs):
         saved = self.get_object()
-        found = {r.pk: r for r in readable_runs(request).filter(pk__in=saved.run_ids)}
-        runs = [found[rid] for rid in saved.run_ids if rid in found]
-        reference = (
-            found.get(saved.reference_run_id) if saved.reference_run_id else None
-        )
-        result = compare.build_comparison(runs, reference) if runs else None
-        context = {"request": request, "comparison": result}
+        view_of = reads.saved_comparison(saved, request.user, owner_key(request))
+        context = {"request": request, "view_of": view_of}
         return Response(s.SavedComparisonSerializer(saved, context=context).data)
 
 

@@ -129,21 +129,41 @@ class Hardware(models.Model):
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+def readable_q(user=None, owner_key: str = "") -> Q:
+    """Who may open a run by its id: the one visibility rule, as a filter.
+
+    Public and unlisted runs: anyone.  Private runs: their owner (the signed-in
+    account, or whoever presents the run's owner key) and staff.  Lists and
+    aggregates are narrower (``RunQuerySet.listed``); ``Run.is_visible_to``
+    is the same rule for a row already loaded, and tests/api/test_visibility
+    holds the two to each other.
+    """
+    if user is not None and user.is_authenticated and user.is_staff:
+        return Q()
+    q = Q(visibility__in=[Visibility.PUBLIC, Visibility.UNLISTED])
+    if user is not None and user.is_authenticated:
+        q |= Q(owner=user)
+    if owner_key:
+        q |= Q(owner_key_hash=hash_secret(owner_key))
+    return q
+
+
 class RunQuerySet(models.QuerySet):
-    def visible(self) -> RunQuerySet:
-        """Runs anyone may see in lists and aggregates."""
+    def listed(self) -> RunQuerySet:
+        """Runs anyone may see in lists, reports, aggregates and the dump."""
         return self.filter(visibility=Visibility.PUBLIC, hidden=False)
 
+    def visible(self) -> RunQuerySet:
+        """The older name of ``listed``."""
+        return self.listed()
+
+    def visible_to(self, user=None, owner_key: str = "") -> RunQuerySet:
+        """Runs ``user`` (or the holder of ``owner_key``) may open by id."""
+        return self.filter(readable_q(user, owner_key))
+
     def readable_by(self, user) -> RunQuerySet:
-        """Runs a user may open: public or unlisted ones, and their own."""
-        if user is not None and user.is_authenticated:
-            if user.is_staff:
-                return self.all()
-            return self.filter(
-                Q(visibility__in=[Visibility.PUBLIC, Visibility.UNLISTED])
-                | Q(owner=user)
-            )
-        return self.filter(visibility__in=[Visibility.PUBLIC, Visibility.UNLISTED])
+        """The older name of ``visible_to`` (without an owner key)."""
+        return self.visible_to(user)
 
     def for_list(self) -> RunQuerySet:
         """What a run list (page or API) shows, in a bounded number of queries."""
@@ -314,6 +334,19 @@ class Run(models.Model):
         return bool(self.owner_key_hash) and secrets.compare_digest(
             self.owner_key_hash, hash_secret(key)
         )
+
+    def is_visible_to(self, user=None, owner_key: str = "") -> bool:
+        """``readable_q`` for a loaded row: may ``user`` open this run?"""
+        if user is not None and user.is_authenticated:
+            if user.is_staff or self.owner_id == user.pk:
+                return True
+        if self.visibility in (Visibility.PUBLIC, Visibility.UNLISTED):
+            return True
+        return bool(owner_key) and self.check_owner_key(owner_key)
+
+    def is_listed(self) -> bool:
+        """``RunQuerySet.listed`` for a loaded row."""
+        return self.visibility == Visibility.PUBLIC and not self.hidden
 
 
 class Result(models.Model):

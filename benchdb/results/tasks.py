@@ -164,6 +164,7 @@ def result_rows(runs=None):
         Result.objects.filter(run__in=runs.values("pk"))
         .select_related(
             "run",
+            "run__baseline",
             "run__hardware",
             "run__hardware__disk_model",
             "run__hardware__cpu_model",
@@ -194,7 +195,10 @@ def result_rows(runs=None):
             "suite_version": run.suite_version,
             "source": run.source,
             "suspect": run.suspect,
-            "baseline_id": run.baseline_id or "",
+            # A baseline's id only where the baseline is listed itself.
+            "baseline_id": (
+                run.baseline_id if run.baseline_id and run.baseline.is_listed() else ""
+            ),
             "test_id": res.test_id,
             "comparability_key": res.comparability_key,
             "tool": res.tool,

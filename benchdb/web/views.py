@@ -17,7 +17,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch
+from django.db.models import Count
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -25,23 +25,21 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from benchdb.results import compare as compare_mod
-from benchdb.results import stats
+from benchdb.results import reads
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
     Comparison,
     Hardware,
-    Measurement,
     RawOutput,
-    Result,
     Run,
 )
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS
 from benchdb.web.templatetags.benchdb_format import human
 from benchdb_agent import vocab as agent_vocab
 
-MAX_COMPARE = 12
-CACHE_ORDER = ["none", "writethrough", "writeback", "directsync", "unsafe"]
+MAX_COMPARE = reads.MAX_COMPARE_RUNS
+CACHE_ORDER = reads.CACHE_ORDER
 
 
 def home(request):
@@ -145,30 +143,20 @@ def run_list(request):
 
 
 def _readable_run(request, pk: int) -> Run:
-    return get_object_or_404(Run.objects.readable_by(request.user).for_list(), pk=pk)
+    try:
+        return reads.run_detail(pk, request.user)
+    except Run.DoesNotExist:
+        raise Http404("no such run") from None
 
 
 def run_detail(request, pk: int):
     run = _readable_run(request, pk)
     if run.hidden and not (request.user.is_staff or run.owner_id == request.user.pk):
         return render(request, "web/run_hidden.html", {"run": run}, status=410)
-    results = list(
-        run.results.order_by("group", "test_id").prefetch_related(
-            Prefetch("measurements", queryset=Measurement.objects.order_by("repeat"))
-        )
-    )
-    baseline = {}
-    if run.baseline_id:
-        baseline = {
-            r.comparability_key: r
-            for r in Result.objects.filter(run_id=run.baseline_id)
-        }
-    raw = defaultdict(set)
-    for result_id, repeat in RawOutput.objects.filter(result__run=run).values_list(
-        "result_id", "repeat"
-    ):
-        raw[result_id].add(repeat)
+    # Empty unless the viewer may open the baseline (reads.shown_baseline).
+    baseline = reads.baseline_results(run, request.user)
     rows, charts = [], defaultdict(list)
+    results = list(run.results.all())
     # Guest/host with its interval, per paired test (results.stats.overhead).
     overheads = compare_mod.result_overheads(results, baseline) if baseline else {}
     for res in results:
@@ -184,7 +172,7 @@ def run_detail(request, pk: int):
                 "summary": main,
                 "overhead": overhead,
                 "repeats": list(res.measurements.all()),
-                "raw_repeats": raw[res.pk],
+                "raw_repeats": {raw.repeat for raw in res.raw_outputs.all()},
             }
         )
         if metric and main.get("mean") is not None:
@@ -210,6 +198,7 @@ def run_detail(request, pk: int):
         "web/run_detail.html",
         {
             "run": run,
+            "baseline": run.baseline,
             "rows": rows,
             "chart_data": chart_data,
             "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
@@ -252,9 +241,10 @@ def _scale(metric: str) -> float:
 
 def raw_output(request, pk: int, result_id: int, repeat: int):
     run = _readable_run(request, pk)
-    raw = get_object_or_404(
-        RawOutput, result__run=run, result_id=result_id, repeat=repeat
-    )
+    try:
+        raw = reads.raw_output(run, result_id, repeat)
+    except RawOutput.DoesNotExist:
+        raise Http404("no such raw output") from None
     text = gzip.decompress(bytes(raw.data_gzip)).decode("utf-8", "replace")
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
 
@@ -275,19 +265,17 @@ def _run_ids(value: str | list) -> list[int]:
 
 
 def _comparison_context(request, ids: list[int], ref_id: int | None) -> dict:
-    if not ids:
-        raise ValueError("choose at least one run to compare")
-    if len(ids) > MAX_COMPARE:
-        raise ValueError(f"compare at most {MAX_COMPARE} runs at once")
-    found = {r.pk: r for r in Run.objects.readable_by(request.user).filter(pk__in=ids)}
-    missing = [i for i in ids if i not in found]
-    if missing:
-        raise Http404(f"no run {missing[0]}")
-    runs = [found[i] for i in ids]
-    reference = found.get(ref_id) if ref_id else runs[0]
-    if reference is None:
-        raise ValueError("the reference must be one of the compared runs")
-    data = compare_mod.build_comparison(runs, reference)
+    """The compare page's context; ValueError (400) or Http404 for bad input."""
+    try:
+        runs, reference, data = reads.comparison(ids, ref_id, request.user)
+    except reads.ReadError as exc:
+        raise ValueError(exc.message) from None
+    except reads.NotReadable as exc:
+        raise Http404(f"no run {exc.run_ids[0]}") from None
+    return _presented_comparison(runs, reference, data, ids)
+
+
+def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
     labels = {r["id"]: f"#{r['id']} {r['title']}" for r in data["runs"]}
     charts, sweeps = [], defaultdict(lambda: defaultdict(list))
     for test in data["tests"]:
@@ -486,82 +474,33 @@ def compare_save(request):
         ids = _run_ids(request.POST.get("runs", ""))
         ref = request.POST.get("ref")
         ref_id = _run_ids(ref)[0] if ref else None
-        _comparison_context(request, ids, ref_id)  # validates access and shape
+        comparison = reads.save_comparison(
+            ids, ref_id, title=request.POST.get("title") or "", user=request.user
+        )
     except (ValueError, IndexError) as exc:
-        return _bad_request(request, str(exc))
-    comparison = Comparison.objects.create(
-        slug=Comparison.new_slug(),
-        run_ids=ids,
-        reference_run_id=ref_id,
-        title=(request.POST.get("title") or "")[:200],
-        created_by=request.user if request.user.is_authenticated else None,
-    )
+        return _bad_request(request, getattr(exc, "message", str(exc)))
+    except reads.NotReadable as exc:
+        raise Http404(f"no run {exc.run_ids[0]}") from None
     return redirect(comparison.get_absolute_url())
 
 
 def comparison_share(request, slug: str):
     comparison = get_object_or_404(Comparison, slug=slug)
-    try:
-        context = _comparison_context(
-            request, list(comparison.run_ids), comparison.reference_run_id
+    # Runs the viewer may not open (made private, deleted) are left out.
+    view = reads.saved_comparison(comparison, request.user)
+    if view.data is None:
+        context = {"error": "None of this comparison's runs can be shown any more."}
+    else:
+        context = _presented_comparison(
+            view.runs, view.reference, view.data, view.run_ids
         )
-    except ValueError as exc:
-        return _bad_request(request, str(exc))
     context["saved"] = comparison
     context["share_url"] = request.build_absolute_uri(comparison.get_absolute_url())
     return render(request, "web/compare.html", context)
 
 
-def _cache_groups(request) -> list[dict]:
-    """Runs that differ only in cache mode: same hardware, layout and suite."""
-    runs = (
-        Run.objects.visible()
-        .filter(role="guest", cache_mode__in=CACHE_ORDER)
-        .select_related("hardware")
-        .order_by("id")
-    )
-    groups = defaultdict(list)
-    for run in runs:
-        key = (
-            run.hardware_id,
-            run.platform,
-            run.storage_backend,
-            run.image_format,
-            run.disk_bus,
-            run.aio_mode,
-            run.suite_id,
-            run.suite_version,
-        )
-        groups[key].append(run)
-    out = []
-    for members in groups.values():
-        by_mode = {}
-        for run in members:
-            by_mode.setdefault(run.cache_mode, run)  # first run per mode
-        if len(by_mode) < 2:
-            continue
-        ordered = [by_mode[m] for m in CACHE_ORDER if m in by_mode]
-        first = ordered[0]
-        parts = [
-            first.get_platform_display(),
-            first.get_storage_backend_display(),
-            first.get_image_format_display(),
-            first.get_disk_bus_display(),
-        ]
-        out.append(
-            {
-                "key": "-".join(str(r.pk) for r in ordered),
-                "title": ", ".join(parts)
-                + (f" · {first.hardware}" if first.hardware else ""),
-                "runs": ordered,
-                "modes": [r.cache_mode for r in ordered],
-            }
-        )
-    return out
-
-
 def cache_mode_report(request):
-    groups = _cache_groups(request)
+    groups = reads.cache_mode_groups()
     chosen = request.GET.get("group") or (groups[0]["key"] if groups else None)
     group = next((g for g in groups if g["key"] == chosen), None)
     context = {"groups": groups, "group": group}
@@ -589,65 +528,7 @@ def _extremes(data: dict, labels: dict) -> list[dict]:
 
 
 def overhead_report(request):
-    guests = (
-        Run.objects.visible()
-        .filter(role="guest", baseline__isnull=False)
-        .select_related("baseline", "hardware")
-        .order_by("pair_id", "id")
-    )
-    ids = [g.pk for g in guests] + [g.baseline_id for g in guests]
-    results = defaultdict(dict)
-    for res in Result.objects.filter(run_id__in=ids):
-        results[res.run_id][res.comparability_key] = res
-    rows = []
-    for guest in guests:
-        for key, res in sorted(results[guest.pk].items()):
-            host = results[guest.baseline_id].get(key)
-            if host is None:
-                continue
-            metric = compare_mod.main_metric(res.test_id)
-            g_mean = _mean_of(res, metric)
-            h_mean = _mean_of(host, metric)
-            metric = metric or "iops"
-            if g_mean is None or not h_mean:
-                for candidate in ("iops", "bw_bytes", "lat_mean_ns", "runtime_s"):
-                    g_mean, h_mean = _mean_of(res, candidate), _mean_of(host, candidate)
-                    if g_mean is not None and h_mean:
-                        metric = candidate
-                        break
-                else:
-                    continue
-            rows.append(
-                {
-                    "guest": guest,
-                    "host": guest.baseline,
-                    "test": res,
-                    "metric": metric,
-                    "guest_mean": g_mean,
-                    "host_mean": h_mean,
-                    "overhead": (g_mean / h_mean - 1) * 100,
-                    "pair": (res, host),
-                }
-            )
-    # Every overhead with its interval: one query for all the repeats.
-    values = compare_mod.repeat_values([r.pk for row in rows for r in row["pair"]])
-    for row in rows:
-        guest_res, host_res = row.pop("pair")
-        direction = (guest_res.stats or {}).get("main_direction")
-        g = values.get(guest_res.pk, {}).get(direction, {}).get(row["metric"], [])
-        h = values.get(host_res.pk, {}).get(direction, {}).get(row["metric"], [])
-        row["interval"] = stats.overhead(
-            g, h, compare_mod.higher_is_better(row["metric"])
-        )
-    return render(request, "web/report_overhead.html", {"rows": rows})
-
-
-def _mean_of(result: Result, metric: str | None):
-    if not metric:
-        return None
-    direction = (result.stats or {}).get("main_direction")
-    summary = ((result.stats or {}).get("directions") or {}).get(direction) or {}
-    return (summary.get(metric) or {}).get("mean")
+    return render(request, "web/report_overhead.html", {"rows": reads.overhead_rows()})
 
 
 @lru_cache(maxsize=1)

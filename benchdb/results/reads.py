@@ -1,0 +1,444 @@
+"""The read path: what the pages and the API show, and to whom.
+
+Pages (benchdb/web/views.py) and the API (benchdb/api/views.py) call these
+functions with the same arguments and get the same runs, the same limits and
+the same figures; the views only shape the answer (HTML or JSON).  Who may
+see a run is decided by two rules in models.py, each written once:
+
+- ``Run.objects.listed()``: lists, reports, aggregates and the public dump
+  (public and not hidden);
+- ``Run.objects.visible_to(user, owner_key)`` / ``Run.is_visible_to``: opening
+  a run by its id (public or unlisted; private ones for their owner, the
+  holder of the owner key, and staff).
+
+A run's host baseline is a run too: its id and figures are shown only to
+whoever may open it (``shown_baseline``), and in lists only when it is
+listed itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import Prefetch
+
+from benchdb.results import compare as compare_mod
+from benchdb.results import stats
+from benchdb.results.models import (
+    Comparison,
+    Measurement,
+    RawOutput,
+    Result,
+    Run,
+    RunQuerySet,
+    Submission,
+)
+from benchdb.results.vocab import Role
+
+# Runs one comparison (page, API, saved link) may hold: charts and tables stay
+# readable, and a saved link always opens.
+MAX_COMPARE_RUNS = 12
+COMPARISON_TITLE_MAX = 200
+# Saved options are display preferences (chosen metric, scale): a few keys.
+COMPARISON_OPTIONS_MAX_CHARS = 4000
+
+
+class ReadError(ValueError):
+    """A request the read path cannot answer; ``field`` names the bad input."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+class NotReadable(LookupError):
+    """Runs that do not exist or that the viewer may not open."""
+
+    def __init__(self, run_ids: list[int]):
+        super().__init__(f"no such run (or not yours to read): {run_ids}")
+        self.run_ids = run_ids
+
+
+# Runs ------------------------------------------------------------------------
+
+
+def readable_runs(user=None, owner_key: str = "") -> RunQuerySet:
+    """Runs ``user`` (or the holder of ``owner_key``) may open by id."""
+    return Run.objects.visible_to(user, owner_key)
+
+
+def run_list(user=None, *, mine: bool = False) -> RunQuerySet:
+    """A run list (page, API, export): listed runs, or all of one's own.
+
+    Ordered fully (newest first, id as the tie-breaker) so pages are stable.
+    """
+    if mine:
+        if user is None or not user.is_authenticated:
+            raise PermissionError("mine=true needs a signed-in user")
+        qs = Run.objects.filter(owner=user)
+    else:
+        qs = Run.objects.listed()
+    return qs.for_list().order_by("-created", "-id")
+
+
+def shown_baseline(run: Run, user=None, owner_key: str = "") -> Run | None:
+    """The run's host baseline if the viewer may open it, else None."""
+    if run.baseline_id is None:
+        return None
+    baseline = run.baseline
+    return baseline if baseline.is_visible_to(user, owner_key) else None
+
+
+def shown_baseline_id(run: Run, user=None, owner_key: str = "") -> int | None:
+    baseline = shown_baseline(run, user, owner_key)
+    return baseline.pk if baseline is not None else None
+
+
+def baseline_results(run: Run, user=None, owner_key: str = "") -> dict[str, Result]:
+    """The baseline's results by comparability key, if the viewer may see it."""
+    baseline = shown_baseline(run, user, owner_key)
+    if baseline is None:
+        return {}
+    return {r.comparability_key: r for r in Result.objects.filter(run=baseline)}
+
+
+def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
+    """One run as the viewer may see it; Run.DoesNotExist otherwise.
+
+    The baseline of a run is blanked on the returned (unsaved) instance when
+    the viewer may not open it, so no template or serializer can show it.
+    """
+    run = (
+        readable_runs(user, owner_key)
+        .select_related(
+            "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
+        )
+        .prefetch_related(
+            Prefetch(
+                "results",
+                queryset=Result.objects.order_by("group", "test_id").prefetch_related(
+                    Prefetch(
+                        "measurements",
+                        queryset=Measurement.objects.order_by(
+                            "repeat", "direction", "job"
+                        ),
+                    ),
+                    Prefetch(
+                        "raw_outputs",
+                        queryset=RawOutput.objects.only(
+                            "id", "result_id", "repeat", "format"
+                        ),
+                    ),
+                ),
+            )
+        )
+        .get(pk=pk)
+    )
+    return mask_baseline(run, user, owner_key)
+
+
+def mask_baseline(run: Run, user=None, owner_key: str = "") -> Run:
+    """Blank ``run.baseline`` in memory when the viewer may not open it."""
+    if run.baseline_id is not None and shown_baseline(run, user, owner_key) is None:
+        run.baseline = None
+    return run
+
+
+def raw_output(run: Run, result_id: int, repeat: int) -> RawOutput:
+    """One stored raw output of a run the caller already may read."""
+    return RawOutput.objects.get(result__run=run, result_id=result_id, repeat=repeat)
+
+
+# Comparisons -----------------------------------------------------------------
+
+
+def check_run_ids(run_ids: list[int], reference_id: int | None) -> None:
+    """The shape every comparison (page, API, saved) must have."""
+    if not run_ids:
+        raise ReadError("runs", "choose at least one run to compare")
+    if len(run_ids) > MAX_COMPARE_RUNS:
+        raise ReadError("runs", f"compare at most {MAX_COMPARE_RUNS} runs at once")
+    if reference_id is not None and reference_id not in run_ids:
+        raise ReadError("reference", "must be one of the compared runs")
+
+
+def compared_runs(
+    run_ids: list[int], reference_id: int | None, user=None, owner_key: str = ""
+) -> tuple[list[Run], Run]:
+    """The runs to compare, in the order asked, and the reference run.
+
+    ReadError for a bad shape, NotReadable naming runs the viewer may not open.
+    """
+    run_ids = list(dict.fromkeys(run_ids))
+    check_run_ids(run_ids, reference_id)
+    found = {r.pk: r for r in readable_runs(user, owner_key).filter(pk__in=run_ids)}
+    missing = [rid for rid in run_ids if rid not in found]
+    if missing:
+        raise NotReadable(missing)
+    runs = [found[rid] for rid in run_ids]
+    reference = found[reference_id] if reference_id is not None else runs[0]
+    return runs, reference
+
+
+def comparison(
+    run_ids: list[int], reference_id: int | None, user=None, owner_key: str = ""
+) -> tuple[list[Run], Run, dict]:
+    """``compare.build_comparison`` over runs the viewer may open."""
+    runs, reference = compared_runs(run_ids, reference_id, user, owner_key)
+    return runs, reference, compare_mod.build_comparison(runs, reference)
+
+
+def text_problem(value: str) -> str | None:
+    """Why PostgreSQL cannot store a string, or None: NUL or a lone surrogate."""
+    if "\x00" in value:
+        return "must not contain NUL (\\u0000)"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must not contain a lone surrogate (not valid Unicode)"
+    return None
+
+
+def _check_text(field: str, value: str, limit: int) -> str:
+    if len(value) > limit:
+        raise ReadError(field, f"at most {limit} characters")
+    problem = text_problem(value)
+    if problem:
+        raise ReadError(field, problem)
+    return value
+
+
+def _check_options(options: dict) -> dict:
+    """Saved options: JSON that PostgreSQL can store, and small."""
+    if not isinstance(options, dict):
+        raise ReadError("options", "must be an object")
+
+    def walk(value, pointer: str) -> None:
+        if isinstance(value, str):
+            problem = text_problem(value)
+            if problem:
+                raise ReadError(pointer, problem)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                problem = text_problem(key)
+                if problem:
+                    raise ReadError(pointer, f"keys {problem}")
+                walk(item, f"{pointer}/{key}")
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, f"{pointer}/{index}")
+
+    walk(options, "options")
+    if len(json.dumps(options)) > COMPARISON_OPTIONS_MAX_CHARS:
+        raise ReadError("options", f"at most {COMPARISON_OPTIONS_MAX_CHARS} characters")
+    return options
+
+
+def save_comparison(
+    run_ids: list[int],
+    reference_id: int | None,
+    *,
+    title: str = "",
+    options: dict | None = None,
+    user=None,
+    owner_key: str = "",
+) -> Comparison:
+    """Save a comparison of runs the viewer may open as a share link."""
+    run_ids = list(dict.fromkeys(run_ids))
+    compared_runs(run_ids, reference_id, user, owner_key)
+    title = _check_text("title", title or "", COMPARISON_TITLE_MAX)
+    options = _check_options(options or {})
+    creator = user if user is not None and user.is_authenticated else None
+    for _attempt in range(5):
+        try:
+            with transaction.atomic():
+                return Comparison.objects.create(
+                    slug=Comparison.new_slug(),
+                    run_ids=run_ids,
+                    reference_run_id=reference_id,
+                    title=title,
+                    options=options,
+                    created_by=creator,
+                )
+        except IntegrityError:
+            continue  # the random slug was taken: draw another
+    raise RuntimeError("could not allocate a share link")
+
+
+@dataclass
+class SavedView:
+    """A saved comparison as one viewer may see it."""
+
+    saved: Comparison
+    run_ids: list[int]
+    reference_id: int | None
+    runs: list[Run]
+    reference: Run | None
+    data: dict | None
+
+
+def saved_comparison(saved: Comparison, user=None, owner_key: str = "") -> SavedView:
+    """A saved comparison computed now, over the runs the viewer may open.
+
+    Runs deleted or made private since it was saved are left out (their ids
+    too); when the reference is gone the first remaining run is the reference;
+    ``data`` is None when no run is left.
+    """
+    found = {
+        r.pk: r for r in readable_runs(user, owner_key).filter(pk__in=saved.run_ids)
+    }
+    runs = [found[rid] for rid in saved.run_ids if rid in found][:MAX_COMPARE_RUNS]
+    reference = found.get(saved.reference_run_id) if saved.reference_run_id else None
+    if reference is None and runs:
+        reference = runs[0]
+    data = compare_mod.build_comparison(runs, reference) if runs else None
+    return SavedView(
+        saved=saved,
+        run_ids=[r.pk for r in runs],
+        reference_id=reference.pk if reference is not None else None,
+        runs=runs,
+        reference=reference,
+        data=data,
+    )
+
+
+# Reports ---------------------------------------------------------------------
+
+CACHE_ORDER = ["none", "writethrough", "writeback", "directsync", "unsafe"]
+FALLBACK_METRICS = ("iops", "bw_bytes", "lat_mean_ns", "runtime_s")
+
+
+def mean_of(result: Result, metric: str | None) -> float | None:
+    """The mean of ``metric`` in the result's main direction, if stored."""
+    if not metric:
+        return None
+    direction = (result.stats or {}).get("main_direction")
+    summary = ((result.stats or {}).get("directions") or {}).get(direction) or {}
+    return (summary.get(metric) or {}).get("mean")
+
+
+def overhead_rows() -> list[dict]:
+    """Each listed guest run against its listed host baseline, test by test.
+
+    Both runs must be listed (public, not hidden): a report is a list, and a
+    private or unlisted baseline's figures are not for everyone.
+    """
+    guests = (
+        Run.objects.listed()
+        .filter(role=Role.GUEST, baseline__in=Run.objects.listed())
+        .select_related("baseline", "hardware")
+        .order_by("pair_id", "id")
+    )
+    ids = [g.pk for g in guests] + [g.baseline_id for g in guests]
+    results: dict[int, dict[str, Result]] = defaultdict(dict)
+    for res in Result.objects.filter(run_id__in=ids):
+        results[res.run_id][res.comparability_key] = res
+    rows = []
+    for guest in guests:
+        for key, res in sorted(results[guest.pk].items()):
+            host = results[guest.baseline_id].get(key)
+            if host is None:
+                continue
+            metric = compare_mod.main_metric(res.test_id)
+            g_mean, h_mean = mean_of(res, metric), mean_of(host, metric)
+            metric = metric or "iops"
+            if g_mean is None or not h_mean:
+                for candidate in FALLBACK_METRICS:
+                    g_mean, h_mean = mean_of(res, candidate), mean_of(host, candidate)
+                    if g_mean is not None and h_mean:
+                        metric = candidate
+                        break
+                else:
+                    continue
+            rows.append(
+                {
+                    "guest": guest,
+                    "host": guest.baseline,
+                    "test": res,
+                    "metric": metric,
+                    "guest_mean": g_mean,
+                    "host_mean": h_mean,
+                    "overhead": (g_mean / h_mean - 1) * 100,
+                    "pair": (res, host),
+                }
+            )
+    # Every overhead with its interval (results.stats.overhead): one query for
+    # all the repeats.
+    values = compare_mod.repeat_values([r.pk for row in rows for r in row["pair"]])
+    for row in rows:
+        guest_res, host_res = row.pop("pair")
+        direction = (guest_res.stats or {}).get("main_direction")
+        g = values.get(guest_res.pk, {}).get(direction, {}).get(row["metric"], [])
+        h = values.get(host_res.pk, {}).get(direction, {}).get(row["metric"], [])
+        row["interval"] = stats.overhead(
+            g, h, compare_mod.higher_is_better(row["metric"])
+        )
+    return rows
+
+
+def cache_mode_groups() -> list[dict]:
+    """Listed guest runs that differ only in cache mode: same hardware, layout
+    and suite; the first run of each mode, modes in CACHE_ORDER."""
+    runs = (
+        Run.objects.listed()
+        .filter(role=Role.GUEST, cache_mode__in=CACHE_ORDER)
+        .select_related("hardware", "hardware__disk_model")
+        .order_by("id")
+    )
+    groups = defaultdict(list)
+    for run in runs:
+        key = (
+            run.hardware_id,
+            run.platform,
+            run.storage_backend,
+            run.image_format,
+            run.disk_bus,
+            run.aio_mode,
+            run.suite_id,
+            run.suite_version,
+        )
+        groups[key].append(run)
+    out = []
+    for members in groups.values():
+        by_mode: dict[str, Run] = {}
+        for run in members:
+            by_mode.setdefault(run.cache_mode, run)
+        if len(by_mode) < 2:
+            continue
+        ordered = [by_mode[m] for m in CACHE_ORDER if m in by_mode]
+        first = ordered[0]
+        parts = [
+            first.get_platform_display(),
+            first.get_storage_backend_display(),
+            first.get_image_format_display(),
+            first.get_disk_bus_display(),
+        ]
+        out.append(
+            {
+                "key": "-".join(str(r.pk) for r in ordered),
+                "title": ", ".join(parts)
+                + (f" · {first.hardware}" if first.hardware else ""),
+                "runs": ordered,
+                "modes": [r.cache_mode for r in ordered],
+            }
+        )
+    return out
+
+
+# Submissions -----------------------------------------------------------------
+
+
+def submission_run_id(sub: Submission, user=None, owner_key: str = "") -> int | None:
+    """The run a submission became, if the viewer may open it.
+
+    A status URL is keyed by the bundle id, which is also the run's uuid: it
+    must not turn a private run's uuid into its id.
+    """
+    if sub.run_id is None:
+        return None
+    run = sub.run
+    return run.pk if run is not None and run.is_visible_to(user, owner_key) else None

@@ -1,0 +1,205 @@
+"""Who sees which run, through every read, in the API and on the pages.
+
+The matrix: anonymous / owner / other / staff × a host baseline that is
+public / unlisted / private, under a public guest run of the same owner.
+Every read that can show the baseline (its page and API detail, the guest's
+page and API detail with overhead, lists, the overhead report, compare, a
+saved comparison, a submission's status, the public dump, raw outputs) must
+show it exactly to those ``Run.objects.visible_to`` lets open it, and lists
+and reports only when it is listed (public).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from benchdb.results import reads
+from benchdb.results.ingest import store_bundle
+from benchdb.results.models import Comparison, Run, Submission
+from benchdb.results.tasks import public_dump
+from tests.api.conftest import token_client
+from tests.api.factories import make_bundle
+
+pytestmark = pytest.mark.django_db
+
+VISIBILITIES = ("public", "unlisted", "private")
+WHO = ("anonymous", "owner", "other", "staff")
+# who -> baseline visibilities they may open
+MAY_OPEN = {
+    "anonymous": {"public", "unlisted"},
+    "owner": {"public", "unlisted", "private"},
+    "other": {"public", "unlisted"},
+    "staff": {"public", "unlisted", "private"},
+}
+
+
+@pytest.fixture
+def people(alice, bob, staff):
+    return {"anonymous": None, "owner": alice, "other": bob, "staff": staff}
+
+
+def clients_for(user):
+    """(API client with a real token, page client with a session)."""
+    if user is None:
+        return APIClient(), Client()
+    page = Client()
+    page.force_login(user)
+    return token_client(user), page
+
+
+@pytest.fixture
+def pair(fio, alice):
+    def make(visibility: str) -> tuple[Run, Run]:
+        host_bundle = make_bundle(fio, role="host", pair_id="pair-1")
+        host = store_bundle(host_bundle, owner=alice, visibility=visibility)
+        Submission.objects.create(
+            bundle_id=host_bundle["bundle_id"],
+            bundle={},
+            status=Submission.Status.DONE,
+            run=host,
+            submitted_by=alice,
+            visibility=visibility,
+        )
+        guest = store_bundle(
+            make_bundle(fio, role="guest", pair_id="pair-1", speed="slow"),
+            owner=alice,
+            visibility="public",
+        )
+        guest.refresh_from_db()
+        assert guest.baseline_id == host.pk
+        return guest, host
+
+    return make
+
+
+def run_link(pk: int) -> re.Pattern:
+    return re.compile(rf'href="/runs/{pk}/"')
+
+
+@pytest.mark.parametrize("who", WHO)
+@pytest.mark.parametrize("visibility", VISIBILITIES)
+def test_every_read_shows_the_baseline_only_to_who_may_open_it(
+    pair, people, who, visibility, tmp_path, settings
+):
+    guest, host = pair(visibility)
+    user = people[who]
+    api, page = clients_for(user)
+    may_open = visibility in MAY_OPEN[who]
+    listed = visibility == "public"
+
+    # The rule, as a filter and as a predicate, agree.
+    assert Run.objects.visible_to(user).filter(pk=host.pk).exists() == may_open
+    assert host.is_visible_to(user) == may_open
+    assert Run.objects.listed().filter(pk=host.pk).exists() == listed
+
+    # The baseline itself: API detail, page, raw output.
+    assert api.get(f"/api/v1/runs/{host.pk}/").status_code == (200 if may_open else 404)
+    assert page.get(f"/runs/{host.pk}/").status_code == (200 if may_open else 404)
+    result = host.results.first()
+    raw = page.get(f"/runs/{host.pk}/raw/{result.pk}/0/")
+    assert raw.status_code == (200 if may_open else 404)
+
+    # The guest's API detail: baseline id and overhead only if it may be opened.
+    detail = api.get(f"/api/v1/runs/{guest.pk}/").json()
+    assert detail["baseline"] == (host.pk if may_open else None)
+    assert (detail["tests"][0]["overhead"] is not None) == may_open
+    # The guest's page: link to the baseline and overhead only if so.
+    response = page.get(f"/runs/{guest.pk}/")
+    html = response.content.decode()
+    assert bool(run_link(host.pk).search(html)) == may_open
+    assert (response.context["rows"][0]["overhead"] is not None) == may_open
+
+    # Lists: the baseline listed only when public; the guest's baseline id as
+    # for the detail.
+    listing = {r["id"]: r for r in api.get("/api/v1/runs/").json()["results"]}
+    assert (host.pk in listing) == listed
+    assert listing[guest.pk]["baseline"] == (host.pk if may_open else None)
+    browse = page.get("/runs/").content.decode()
+    assert bool(run_link(host.pk).search(browse)) == listed
+
+    # The overhead report is a list: both runs must be listed.
+    report = page.get("/reports/overhead/")
+    assert bool(report.context["rows"]) == listed
+    assert bool(run_link(host.pk).search(report.content.decode())) == listed
+
+    # Compare, API and page.
+    ids = f"{guest.pk},{host.pk}"
+    assert api.get(f"/api/v1/compare/?runs={ids}").status_code == (
+        200 if may_open else 400
+    )
+    assert page.get(f"/compare/?runs={ids}").status_code == (200 if may_open else 404)
+
+    # A comparison the owner saved: the reader sees only what they may open.
+    saved = reads.save_comparison([guest.pk, host.pk], host.pk, user=host.owner)
+    body = api.get(f"/api/v1/comparisons/{saved.slug}/").json()
+    assert body["run_ids"] == ([guest.pk, host.pk] if may_open else [guest.pk])
+    assert body["reference_run_id"] == (host.pk if may_open else guest.pk)
+    assert [r["id"] for r in body["comparison"]["runs"]] == body["run_ids"]
+    share = page.get(f"/c/{saved.slug}")
+    assert share.status_code == 200
+    assert [r.pk for r in share.context["runs"]] == body["run_ids"]
+    assert bool(run_link(host.pk).search(share.content.decode())) == may_open
+
+    # A submission's status names the run only to who may open it.
+    status = api.get(f"/api/v1/submissions/{host.uuid}/").json()
+    assert status["run"] == (host.pk if may_open else None)
+    assert (status["run_url"] is not None) == may_open
+
+    # The public dump names the baseline only when it is listed.
+    settings.PUBLIC_DUMP_DIR = str(tmp_path)
+    public_dump()
+    with gzip.open(tmp_path / "latest.csv.gz", "rt") as f:
+        rows = {int(r["run_id"]): r for r in csv.DictReader(f)}
+    assert (host.pk in rows) == listed
+    assert rows[guest.pk]["baseline_id"] == (str(host.pk) if listed else "")
+
+
+def test_the_owner_key_opens_a_private_anonymous_run_and_its_baseline(fio):
+    from benchdb.results.models import hash_secret, new_secret
+
+    key = new_secret("bdo")
+    host = store_bundle(
+        make_bundle(fio, role="host", pair_id="anon-pair"),
+        owner_key_hash=hash_secret(key),
+        visibility="private",
+    )
+    guest = store_bundle(
+        make_bundle(fio, role="guest", pair_id="anon-pair", speed="slow"),
+        owner_key_hash=hash_secret(key),
+        visibility="public",
+    )
+    guest.refresh_from_db()
+    assert guest.baseline_id == host.pk
+    api = APIClient()
+    assert api.get(f"/api/v1/runs/{guest.pk}/").json()["baseline"] is None
+    with_key = api.get(f"/api/v1/runs/{guest.pk}/", HTTP_X_OWNER_KEY=key).json()
+    assert with_key["baseline"] == host.pk
+    assert host.is_visible_to(None, key)
+    assert Run.objects.visible_to(None, key).filter(pk=host.pk).exists()
+    assert not Run.objects.visible_to(None, "bdo_wrong").filter(pk=host.pk).exists()
+
+
+def test_saved_comparisons_have_the_same_limits_in_the_api_and_on_the_page(fio, alice):
+    runs = [store_bundle(make_bundle(fio), owner=alice) for _ in range(13)]
+    ids = [r.pk for r in runs]
+    api = token_client(alice)
+    too_many = api.post("/api/v1/comparisons/", {"runs": ids}, format="json")
+    assert too_many.status_code == 400
+    assert too_many.json()["errors"][0]["pointer"].startswith("/runs")
+    page = Client()
+    page.force_login(alice)
+    refused = page.post("/compare/save/", {"runs": ",".join(map(str, ids))})
+    assert refused.status_code == 400
+    assert Comparison.objects.count() == 0
+    twelve = api.post("/api/v1/comparisons/", {"runs": ids[:12]}, format="json")
+    assert twelve.status_code == 201
+    assert page.get(f"/c/{twelve.json()['slug']}").status_code == 200
+    assert api.get(f"/api/v1/compare/?runs={','.join(map(str, ids))}").status_code == (
+        400
+    )
