@@ -339,3 +339,55 @@ def test_tags_output_is_shell_safe_and_valid(tmp_path):
     for word in words[1::2]:
         key, value = word.split("=", 1)
         assert value in vocab.values(vocab.TAG_VOCABULARIES[key])
+
+
+# -- QMP JSON ------------------------------------------------------------------
+# Replies of a paused QEMU 7.2 started here with a Proxmox-style throttle ->
+# qcow2 -> file chain (cache.direct on), a -drive cache=writethrough on q35 AHCI
+# and an empty CD-ROM; file names replaced (tests/samples/hostconfig/README.md).
+
+
+def test_qmp_json_follows_the_node_graph_to_the_protocol_node():
+    disks = by_id(hostconfig.for_qmp(text("qmp/proxmox-like-all.json")))
+    assert list(disks) == ["drive-sata0", "drive-ide2", "drive-virtio0"]
+    virtio = disks["drive-virtio0"]
+    assert virtio.cache_mode == "none"  # the throttle root says direct=false
+    assert "protocol node e0" in virtio.sources["cache_mode"]
+    assert virtio.image_format == "qcow2"
+    assert virtio.aliases == ["virtio0"]
+    assert virtio.aio == "unknown" and "does not report aio" in virtio.sources["aio"]
+    assert virtio.virtualization == "qemu-tcg"  # query-kvm enabled=false
+    assert disks["drive-sata0"].cache_mode == "writethrough"
+    assert disks["drive-sata0"].storage_backend == "lvm"
+    assert disks["drive-ide2"].kind == "cdrom"
+
+
+def test_qmp_json_without_graph_matches_protocol_node_by_file_name():
+    disks = by_id(hostconfig.for_qmp(text("qmp/proxmox-like-no-graph.json")))
+    assert disks["drive-virtio0"].cache_mode == "none"
+
+
+def test_qmp_query_block_alone_does_not_guess_under_a_throttle_node():
+    disks = by_id(hostconfig.for_qmp(text("qmp/proxmox-like-query-block.json")))
+    assert disks["drive-virtio0"].cache_mode == "unknown"
+    assert "throttle" in disks["drive-virtio0"].sources["cache_mode"]
+    assert disks["drive-sata0"].cache_mode == "writethrough"
+    with pytest.raises(ValueError, match="no query-block reply"):
+        hostconfig.for_qmp('{"return": {"enabled": true, "present": true}}')
+    with pytest.raises(ValueError, match="not QMP JSON"):
+        hostconfig.for_qmp("{nope")
+
+
+def test_cli_qmp_json_from_stdin():
+    out = agent(
+        "host-config",
+        "--qmp-json",
+        "-",
+        "--disk",
+        "virtio0",
+        "--format",
+        "tags",
+        stdin=text("qmp/proxmox-like-all.json"),
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--tag cache_mode=none" in out.stdout

@@ -1,0 +1,358 @@
+"""host-config against real QEMU processes: the cache rule, proved.
+
+Each test starts paused QEMUs (``-S``, TCG, nothing boots) with small image
+files, one disk per combination of cache mode x ``-drive``/``-blockdev`` x the
+device's write-cache (unset/on/off), on virtio-blk, virtio-scsi and q35 AHCI.
+It then asks the same process over QMP what it runs (its own small client
+here, not the agent's) and compares that with ``benchdb-agent host-config
+--qemu-pid PID`` and ``--qmp-socket``.
+
+What QEMU reports: ``query-block`` ``inserted.cache.writeback`` is the drive's
+(the device's write-cache); ``direct`` and ``no-flush`` there are the *root*
+node's, so the test follows ``x-debug-query-block-graph`` file edges down to
+the protocol node, whose flags decide host I/O, and takes them from
+``query-named-block-nodes``.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+QEMU = shutil.which("qemu-system-x86_64")
+QEMU_IMG = shutil.which("qemu-img")
+
+pytestmark = pytest.mark.skipif(
+    not (QEMU and QEMU_IMG), reason="qemu-system-x86_64 and qemu-img are needed"
+)
+
+MODES = {  # cache= -> (writeback, direct, no-flush), qemu-options.hx
+    "writeback": (True, False, False),
+    "none": (True, True, False),
+    "writethrough": (False, False, False),
+    "directsync": (False, True, False),
+    "unsafe": (True, False, True),
+}
+WRITE_CACHE = (None, "on", "off")
+FORMAT_DRIVERS = {"raw", "qcow2"}
+
+
+def mode_of(writeback, direct, no_flush):
+    if no_flush:
+        return "unsafe"
+    return next(m for m, f in MODES.items() if f == (writeback, direct, False))
+
+
+class Qmp:
+    def __init__(self, path):
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.connect(str(path))
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.sock.settimeout(20)
+        self.f = self.sock.makefile("rwb")
+        assert "QMP" in json.loads(self.f.readline())
+        self.cmd("qmp_capabilities")
+
+    def cmd(self, name, **args):
+        msg = {"execute": name, **({"arguments": args} if args else {})}
+        self.f.write(json.dumps(msg).encode() + b"\n")
+        self.f.flush()
+        while True:
+            reply = json.loads(self.f.readline())
+            if "event" not in reply:
+                assert "error" not in reply, reply
+                return reply["return"]
+
+    def close(self):
+        self.f.close()
+        self.sock.close()
+
+
+def qmp_truth(sock):
+    """id -> (mode QEMU runs, mode query-block alone says, format driver)."""
+    q = Qmp(sock)
+    try:
+        blocks = q.cmd("query-block")
+        named = {n["node-name"]: n for n in q.cmd("query-named-block-nodes")}
+        graph = q.cmd("x-debug-query-block-graph")
+    finally:
+        q.close()
+    names = {n["id"]: n["name"] for n in graph["nodes"]}
+    ids = {n["name"]: n["id"] for n in graph["nodes"]}
+    files = {e["parent"]: e["child"] for e in graph["edges"] if e["name"] == "file"}
+    truth = {}
+    for b in blocks:
+        ins = b["inserted"]
+        node, fmt = ids[ins["node-name"]], None
+        while True:
+            drv = named[names[node]]["drv"]
+            if drv in FORMAT_DRIVERS and fmt is None:
+                fmt = drv
+            if node not in files:
+                break
+            node = files[node]
+        leaf = named[names[node]]["cache"]
+        wb = ins["cache"]["writeback"]
+        runs = mode_of(wb, leaf["direct"], leaf["no-flush"])
+        root = mode_of(wb, ins["cache"]["direct"], ins["cache"]["no-flush"])
+        truth[b["device"] or ins["node-name"]] = (runs, root, fmt)
+    return truth
+
+
+def agent(*args):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchdb_agent.cli", "host-config", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {d["id"]: d for d in json.loads(proc.stdout)["disks"]}
+
+
+def image(tmp, name, fmt):
+    path = tmp / f"{name}.{fmt}"
+    subprocess.run(
+        [QEMU_IMG, "create", "-q", "-f", fmt, str(path), "1M"], check=True, timeout=30
+    )
+    return path
+
+
+def drive_disks(tmp, frontend):
+    """-drive if=none disks: every cache mode x write-cache."""
+    args, expect, n = [], {}, 0
+    for mode, flags in MODES.items():
+        for wc in WRITE_CACHE:
+            n += 1
+            did = f"d{n}"
+            fmt = "qcow2" if n % 2 else "raw"
+            path = image(tmp, did, fmt)
+            args += [
+                "-drive",
+                f"file={path},format={fmt},if=none,id={did},cache={mode}",
+            ]
+            args += ["-device", frontend(did, n) + (f",write-cache={wc}" if wc else "")]
+            wb = flags[0] if wc is None else wc == "on"
+            expect[did] = (mode_of(wb, flags[1], flags[2]), fmt)
+    return args, expect
+
+
+def blockdev_disks(tmp, frontend):
+    """-blockdev disks: every (direct, no-flush) x write-cache, in four layouts:
+    flags on both nodes (libvirt), on the protocol node only (key=value),
+    inherited by an inline child, and under a throttle node (Proxmox)."""
+    args, expect, n = [], {}, 0
+    layouts = ("both", "protocol-only", "inline", "throttle")
+    for _mode, flags in MODES.items():
+        for wc in WRITE_CACHE:
+            n += 1
+            name = f"b{n}"
+            fmt = "qcow2" if n % 2 else "raw"
+            path = image(tmp, name, fmt)
+            direct, no_flush = flags[1], flags[2]
+            cache = {"direct": direct, "no-flush": no_flush}
+            layout = layouts[n % 4]
+            proto = {"driver": "file", "filename": str(path), "aio": "threads"}
+            if layout == "both":
+                args += [
+                    "-blockdev",
+                    json.dumps({**proto, "node-name": f"p{n}", "cache": cache}),
+                ]
+                args += [
+                    "-blockdev",
+                    json.dumps(
+                        {
+                            "driver": fmt,
+                            "file": f"p{n}",
+                            "node-name": name,
+                            "cache": cache,
+                        }
+                    ),
+                ]
+            elif layout == "protocol-only":
+                onoff = {True: "on", False: "off"}
+                args += [
+                    "-blockdev",
+                    f"driver=file,filename={path},node-name=p{n},"
+                    f"cache.direct={onoff[direct]},cache.no-flush={onoff[no_flush]}",
+                ]
+                args += ["-blockdev", f"driver={fmt},file=p{n},node-name={name}"]
+            elif layout == "inline":
+                args += [
+                    "-blockdev",
+                    json.dumps(
+                        {
+                            "driver": fmt,
+                            "node-name": name,
+                            "cache": cache,
+                            "file": proto,
+                        }
+                    ),
+                ]
+            else:
+                args += ["-object", f"throttle-group,id=tg{n}"]
+                args += [
+                    "-blockdev",
+                    json.dumps(
+                        {
+                            "driver": "throttle",
+                            "throttle-group": f"tg{n}",
+                            "node-name": name,
+                            "file": {
+                                "driver": fmt,
+                                "cache": cache,
+                                "file": {**proto, "cache": cache},
+                            },
+                        }
+                    ),
+                ]
+            args += [
+                "-device",
+                frontend(name, n) + (f",write-cache={wc}" if wc else ""),
+            ]
+            wb = True if wc is None else wc == "on"  # auto is on for -blockdev
+            expect[name] = (mode_of(wb, direct, no_flush), fmt)
+    return args, expect
+
+
+def start(tmp, name, machine, args):
+    sock = tmp / f"{name}.qmp"
+    proc = subprocess.Popen(
+        [
+            QEMU,
+            "-S",
+            "-nodefaults",
+            "-display",
+            "none",
+            "-machine",
+            machine,
+            "-qmp",
+            f"unix:{sock},server=on,wait=off",
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    return proc, sock
+
+
+@pytest.fixture
+def qemus():
+    procs = []
+    yield procs
+    for proc in procs:
+        proc.kill()
+    for proc in procs:
+        proc.wait(timeout=30)
+        proc.stderr.close()
+
+
+def virtio_blk(drive, n):
+    return f"virtio-blk-pci,drive={drive},id=vd{n}"
+
+
+def scsi_hd(drive, n):
+    return f"scsi-hd,drive={drive},id=sd{n},bus=vs0.0,scsi-id={n % 16},lun=0"
+
+
+@pytest.mark.parametrize("syntax", ["drive", "blockdev"])
+def test_cache_rule_on_virtio_blk_and_virtio_scsi(tmp_path, qemus, syntax):
+    build = drive_disks if syntax == "drive" else blockdev_disks
+    (tmp_path / "v").mkdir()
+    (tmp_path / "s").mkdir()
+    vargs, vexpect = build(tmp_path / "v", virtio_blk)
+    sargs, sexpect = build(tmp_path / "s", scsi_hd)
+    runs = [
+        ("vblk", "pc", vargs, vexpect, "virtio-blk"),
+        (
+            "vscsi",
+            "pc",
+            ["-device", "virtio-scsi-pci,id=vs0"] + sargs,
+            sexpect,
+            "virtio-scsi",
+        ),
+    ]
+    started = []
+    for name, machine, args, expect, bus in runs:
+        proc, sock = start(tmp_path, name, machine, args)
+        qemus.append(proc)
+        started.append((proc, sock, expect, bus))
+    for proc, sock, expect, bus in started:
+        truth = qmp_truth(sock)
+        assert set(truth) == set(expect), proc.stderr
+        by_pid = agent("--qemu-pid", str(proc.pid))
+        by_qmp = agent("--qmp-socket", str(sock))
+        assert set(by_pid) == set(expect)
+        for disk_id, (mode, fmt) in expect.items():
+            runs_mode, _root, qfmt = truth[disk_id]
+            assert runs_mode == mode, (disk_id, truth[disk_id])  # our table is QEMU's
+            got = by_pid[disk_id]
+            assert got["tags"]["cache_mode"] == runs_mode, (disk_id, got)
+            assert got["tags"]["image_format"] == qfmt == fmt
+            assert got["tags"]["disk_bus"] == bus
+            assert got["tags"]["virtualization"] == "qemu-tcg"  # no KVM fd: TCG
+            assert got["sources"]["cache_mode"]
+            q = by_qmp[disk_id]
+            assert q["tags"]["cache_mode"] == runs_mode, (disk_id, q)
+            assert q["tags"]["disk_bus"] == bus
+            assert q["tags"]["image_format"] == fmt
+            assert q["tags"]["virtualization"] == "qemu-tcg"
+    if syntax == "blockdev":
+        # query-block alone reports the root node: under a throttle node or a
+        # format node opened without flags it says writeback for an O_DIRECT disk.
+        truth = qmp_truth(started[0][1])
+        assert any(runs != root for runs, root, _ in truth.values())
+
+
+def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus):
+    args, expect = [], {}
+    for n, (mode, wc) in enumerate(
+        [
+            ("none", "off"),
+            ("writeback", None),
+            ("directsync", "on"),
+            ("unsafe", None),
+            ("writethrough", "on"),
+        ]
+    ):
+        path = image(tmp_path, f"a{n}", "raw")
+        args += ["-drive", f"file={path},format=raw,if=none,id=a{n},cache={mode}"]
+        args += [
+            "-device",
+            f"ide-hd,drive=a{n},bus=ide.{n}" + (f",write-cache={wc}" if wc else ""),
+        ]
+        flags = MODES[mode]
+        wb = flags[0] if wc is None else wc == "on"
+        expect[f"a{n}"] = (mode_of(wb, flags[1], flags[2]), "sata")
+    legacy = image(tmp_path, "legacy", "qcow2")
+    args += ["-drive", f"file={legacy},format=qcow2,if=virtio,cache=directsync"]
+    expect["virtio0"] = ("directsync", "virtio-blk")
+    proc, sock = start(tmp_path, "q35", "q35", args)
+    qemus.append(proc)
+    truth = qmp_truth(sock)
+    by_pid = agent("--qemu-pid", str(proc.pid))
+    by_qmp = agent("--qmp-socket", str(sock))
+    assert set(truth) == set(expect) == set(by_pid)
+    for disk_id, (mode, bus) in expect.items():
+        assert truth[disk_id][0] == mode
+        assert by_pid[disk_id]["tags"]["cache_mode"] == mode
+        assert by_pid[disk_id]["tags"]["disk_bus"] == bus
+        assert by_qmp[disk_id]["tags"]["cache_mode"] == mode
+        assert by_qmp[disk_id]["tags"]["disk_bus"] == bus
