@@ -14,9 +14,7 @@ import uuid
 import jsonschema
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Prefetch, Q
 from django.http import FileResponse
-from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -43,11 +41,6 @@ from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
     Comparison,
-    Hardware,
-    Measurement,
-    RawOutput,
-    Result,
-    Run,
     Submission,
     hash_secret,
     new_secret,
@@ -299,42 +292,17 @@ class RunViewSet(
     permission_classes = [IsRunOwnerOrReadOnly]
 
     def get_queryset(self):
-        user = self.request.user
         if self.action in ("list", "export"):
-            if self.request.query_params.get("mine") in ("true", "1", "yes"):
-                if not user.is_authenticated:
-                    raise exceptions.NotAuthenticated(
-                        "mine=true needs a signed-in user"
-                    )
-                qs = Run.objects.filter(owner=user)
-            else:
-                qs = Run.objects.visible()
-            return qs.for_list().order_by("-created", "-id")
+            mine = self.request.query_params.get("mine") in ("true", "1", "yes")
+            try:
+                return reads.run_list(self.request.user, mine=mine)
+            except PermissionError as exc:
+                raise exceptions.NotAuthenticated(str(exc)) from None
         qs = readable_runs(self.request).select_related(
             "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
         )
-        if self.action == "retrieve" or self.action == "partial_update":
-            qs = qs.prefetch_related(
-                Prefetch(
-                    "results",
-                    queryset=Result.objects.order_by(
-                        "group", "test_id"
-                    ).prefetch_related(
-                        Prefetch(
-                            "measurements",
-                            queryset=Measurement.objects.order_by(
-                                "repeat", "direction", "job"
-                            ),
-                        ),
-                        Prefetch(
-                            "raw_outputs",
-                            queryset=RawOutput.objects.only(
-                                "id", "result_id", "repeat", "format"
-                            ),
-                        ),
-                    ),
-                )
-            )
+        if self.action in ("retrieve", "partial_update"):
+            qs = reads.with_tests(qs)
         return qs.order_by("-created", "-id")
 
     def get_serializer_class(self):
@@ -348,14 +316,11 @@ class RunViewSet(
         context = super().get_serializer_context()
         run = getattr(self, "_detail_run", None)
         if run is not None:
-            context["baseline_results"] = reads.baseline_results(
+            baseline, overheads = reads.run_overheads(
                 run, self.request.user, owner_key(self.request)
             )
-            if context["baseline_results"]:
-                # Every paired test's overhead with its interval (one query).
-                context["overheads"] = compare.result_overheads(
-                    list(run.results.all()), context["baseline_results"]
-                )
+            context["baseline_results"] = baseline
+            context["overheads"] = overheads
         return context
 
     def retrieve(self, request, *args, **kwargs):
@@ -397,9 +362,7 @@ class RunViewSet(
         key = owner_key(request)
         if not key or not run.check_owner_key(key):
             raise exceptions.PermissionDenied("X-Owner-Key does not match this run.")
-        run.owner = request.user
-        run.owner_key_hash = ""
-        run.save(update_fields=["owner", "owner_key_hash", "updated"])
+        run.claim(request.user)
         return Response(s.RunListSerializer(run, context={"request": request}).data)
 
     @extend_schema(
@@ -414,18 +377,10 @@ class RunViewSet(
         run = self.get_object()
         serializer = s.ModerationSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        act = serializer.validated_data["action"]
-        reason = serializer.validated_data.get("reason", "").strip()
-        if act == "flag":
-            run.suspect = True
-            run.suspect_reasons = [*run.suspect_reasons, f"flagged by staff: {reason}"]
-        elif act == "unflag":
-            run.suspect, run.suspect_reasons = False, []
-        elif act == "hide":
-            run.hidden, run.hidden_reason = True, reason
-        else:
-            run.hidden, run.hidden_reason = False, ""
-        run.save()
+        run.moderate(
+            serializer.validated_data["action"],
+            serializer.validated_data.get("reason", "").strip(),
+        )
         return Response(s.RunListSerializer(run, context={"request": request}).data)
 
     @extend_schema(
@@ -443,9 +398,7 @@ class RunViewSet(
         query.is_valid(raise_exception=True)
         q = query.validated_data
         try:
-            answer = compare.similar_systems(
-                run, q["test_id"], q["metric"], q.get("match") or ()
-            )
+            answer = reads.similar(run, q["test_id"], q["metric"], q.get("match"))
         except LookupError as exc:
             raise exceptions.NotFound(str(exc)) from None
         return Response(s.SimilarSerializer(answer).data)
@@ -529,16 +482,16 @@ def comparison_rows(result: dict) -> list[dict]:
 
 
 def compare_runs(request, run_ids: list[int], reference_id: int | None) -> dict:
-    """``build_comparison`` over the runs this request may read, in order."""
-    found = {r.pk: r for r in readable_runs(request).filter(pk__in=run_ids)}
-    missing = [rid for rid in run_ids if rid not in found]
-    if missing:
-        raise exceptions.ValidationError(
-            {"runs": [f"no such run (or not yours to read): {missing}"]}
+    """``reads.comparison`` for this request; 400 naming the bad field."""
+    try:
+        _runs, _reference, data = reads.comparison(
+            run_ids, reference_id, request.user, owner_key(request)
         )
-    runs = [found[rid] for rid in run_ids]
-    reference = found[reference_id] if reference_id else None
-    return compare.build_comparison(runs, reference)
+    except reads.ReadError as exc:
+        raise exceptions.ValidationError({exc.field: [exc.message]}) from None
+    except reads.NotReadable as exc:
+        raise exceptions.ValidationError({"runs": [str(exc)]}) from None
+    return data
 
 
 class CompareView(APIView):
@@ -563,13 +516,9 @@ class CompareView(APIView):
     def get(self, request):
         query = s.CompareQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        run_ids = query.validated_data["runs"]
-        reference = query.validated_data.get("reference")
-        if reference is not None and reference not in run_ids:
-            raise exceptions.ValidationError(
-                {"reference": ["must be one of the compared runs"]}
-            )
-        result = compare_runs(request, run_ids, reference)
+        result = compare_runs(
+            request, query.validated_data["runs"], query.validated_data.get("reference")
+        )
         if request.accepted_renderer.format == "csv":
             return Response(
                 {"columns": COMPARE_CSV_COLUMNS, "rows": comparison_rows(result)},
@@ -625,19 +574,16 @@ class AggregatesView(APIView):
         query = s.AggregateQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        base = Run.objects.visible()
-        if "suspect" not in request.query_params:
-            base = base.filter(suspect=False)
-        filterset = RunFilterSet(request.query_params, queryset=base)
-        if not filterset.is_valid():
-            raise exceptions.ValidationError(filterset.errors)
-        answer = compare.aggregates(
-            q["test_id"],
-            q["metric"],
-            q.get("group_by"),
-            runs=filterset.qs,
-            comparability_key=q.get("comparability_key"),
-        )
+        try:
+            answer = reads.aggregates(
+                request.query_params,
+                q["test_id"],
+                q["metric"],
+                q.get("group_by"),
+                comparability_key=q.get("comparability_key"),
+            )
+        except reads.FilterError as exc:
+            raise exceptions.ValidationError(exc.errors) from None
         return Response(s.AggregateSerializer(answer).data)
 
 
@@ -705,13 +651,7 @@ class HardwareViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_fields = ["disk_type", "raid_level"]
 
     def get_queryset(self):
-        visible = Q(runs__visibility=Visibility.PUBLIC, runs__hidden=False)
-        return (
-            Hardware.objects.select_related("cpu_model", "disk_model")
-            .annotate(run_count=Count("runs", filter=visible))
-            .filter(run_count__gt=0)
-            .order_by("id")
-        )
+        return reads.hardware_list()
 
 
 # Saved comparisons, tokens, dump ----------------------------------------------
@@ -803,9 +743,7 @@ class ApiTokenViewSet(
         )
 
     def perform_destroy(self, instance):
-        if instance.revoked is None:
-            instance.revoked = timezone.now()
-            instance.save(update_fields=["revoked"])
+        instance.revoke()
 
 
 class DumpView(generics.GenericAPIView):

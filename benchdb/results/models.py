@@ -17,6 +17,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 
 from benchdb.results.vocab import (
     AioMode,
@@ -335,6 +336,31 @@ class Run(models.Model):
             self.owner_key_hash, hash_secret(key)
         )
 
+    def claim(self, user) -> None:
+        """Move an anonymous run into ``user``'s account; the key stops working."""
+        self.owner = user
+        self.owner_key_hash = ""
+        self.save(update_fields=["owner", "owner_key_hash", "updated"])
+
+    def moderate(self, action: str, reason: str = "") -> None:
+        """Staff moderation: flag/unflag (suspect, with the reason) or
+        hide/unhide (out of lists and aggregates; its page says why)."""
+        if action == "flag":
+            self.suspect = True
+            self.suspect_reasons = [
+                *self.suspect_reasons,
+                f"flagged by staff: {reason}",
+            ]
+        elif action == "unflag":
+            self.suspect, self.suspect_reasons = False, []
+        elif action == "hide":
+            self.hidden, self.hidden_reason = True, reason
+        elif action == "unhide":
+            self.hidden, self.hidden_reason = False, ""
+        else:
+            raise ValueError(f"unknown moderation action {action!r}")
+        self.save()
+
     def is_visible_to(self, user=None, owner_key: str = "") -> bool:
         """``readable_q`` for a loaded row: may ``user`` open this run?"""
         if user is not None and user.is_authenticated:
@@ -576,6 +602,12 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    def revoke(self) -> None:
+        """Stop the token working (kept, with the time, for the owner's list)."""
+        if self.revoked is None:
+            self.revoked = timezone.now()
+            self.save(update_fields=["revoked"])
 
     @classmethod
     def issue(cls, user, name: str) -> tuple[ApiToken, str]:

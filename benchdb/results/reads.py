@@ -23,12 +23,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.db.models import Prefetch
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from benchdb.results import compare as compare_mod
 from benchdb.results import stats
+from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     Comparison,
+    Hardware,
     Measurement,
     RawOutput,
     Result,
@@ -36,7 +38,7 @@ from benchdb.results.models import (
     RunQuerySet,
     Submission,
 )
-from benchdb.results.vocab import Role
+from benchdb.results.vocab import FACETS, HARDWARE_FACETS, Role, Visibility
 
 # Runs one comparison (page, API, saved link) may hold: charts and tables stay
 # readable, and a saved link always opens.
@@ -112,33 +114,44 @@ def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
     The baseline of a run is blanked on the returned (unsaved) instance when
     the viewer may not open it, so no template or serializer can show it.
     """
-    run = (
-        readable_runs(user, owner_key)
-        .select_related(
+    run = with_tests(
+        readable_runs(user, owner_key).select_related(
             "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
         )
-        .prefetch_related(
-            Prefetch(
-                "results",
-                queryset=Result.objects.order_by("group", "test_id").prefetch_related(
-                    Prefetch(
-                        "measurements",
-                        queryset=Measurement.objects.order_by(
-                            "repeat", "direction", "job"
-                        ),
-                    ),
-                    Prefetch(
-                        "raw_outputs",
-                        queryset=RawOutput.objects.only(
-                            "id", "result_id", "repeat", "format"
-                        ),
+    ).get(pk=pk)
+    return mask_baseline(run, user, owner_key)
+
+
+def with_tests(qs: QuerySet) -> QuerySet:
+    """Runs with their results, repeats and raw output formats prefetched:
+    a run detail in a fixed number of queries."""
+    return qs.prefetch_related(
+        Prefetch(
+            "results",
+            queryset=Result.objects.order_by("group", "test_id").prefetch_related(
+                Prefetch(
+                    "measurements",
+                    queryset=Measurement.objects.order_by("repeat", "direction", "job"),
+                ),
+                Prefetch(
+                    "raw_outputs",
+                    queryset=RawOutput.objects.only(
+                        "id", "result_id", "repeat", "format"
                     ),
                 ),
-            )
+            ),
         )
-        .get(pk=pk)
     )
-    return mask_baseline(run, user, owner_key)
+
+
+def run_overheads(run: Run, user=None, owner_key: str = "") -> tuple[dict, dict]:
+    """(baseline results by comparability key, result id -> metric -> overhead
+    with its interval) against the baseline the viewer may open; both empty
+    otherwise.  ``run.results`` should be prefetched (``with_tests``)."""
+    baseline = baseline_results(run, user, owner_key)
+    if not baseline:
+        return {}, {}
+    return baseline, compare_mod.result_overheads(list(run.results.all()), baseline)
 
 
 def mask_baseline(run: Run, user=None, owner_key: str = "") -> Run:
@@ -151,6 +164,155 @@ def mask_baseline(run: Run, user=None, owner_key: str = "") -> Run:
 def raw_output(run: Run, result_id: int, repeat: int) -> RawOutput:
     """One stored raw output of a run the caller already may read."""
     return RawOutput.objects.get(result__run=run, result_id=result_id, repeat=repeat)
+
+
+class FilterError(ValueError):
+    """Run filters that do not validate; ``errors`` maps parameter -> messages."""
+
+    def __init__(self, filterset: RunFilterSet):
+        super().__init__("invalid run filters")
+        self.filterset = filterset
+        self.errors = filterset.errors
+
+
+def browse(params, user=None, *, mine: bool = False) -> RunFilterSet:
+    """The filtered run list (``RunFilterSet`` over ``run_list``): ``.qs``.
+
+    FilterError when the parameters do not validate.
+    """
+    filterset = RunFilterSet(params, queryset=run_list(user, mine=mine))
+    if not filterset.is_valid():
+        raise FilterError(filterset)
+    return filterset
+
+
+def facet_counts(params, filtered: QuerySet | None = None) -> list[dict]:
+    """Per facet, its values among listed runs with counts, for the browse menu.
+
+    Each facet counts as if its own filter were off, so its other values stay
+    visible and can be added to the selection; ``checked`` marks the values
+    chosen in ``params``.
+    """
+    base = Run.objects.listed()
+    if filtered is None:
+        filtered = browse(params).qs
+    out = []
+    all_facets = {**FACETS, **HARDWARE_FACETS}
+    for name, choices in all_facets.items():
+        selected = params.getlist(name) if hasattr(params, "getlist") else []
+        if name in params:
+            others = params.copy()
+            others.pop(name, None)
+            others.pop("page", None)
+            facet_qs = RunFilterSet(others, queryset=base).qs
+        else:
+            facet_qs = filtered
+        column = f"hardware__{name}" if name in HARDWARE_FACETS else name
+        labels = dict(choices.choices)
+        counts = (
+            facet_qs.order_by()
+            .values(column)
+            .annotate(n=Count("id", distinct=True))
+            .order_by("-n", column)
+        )
+        out.append(
+            {
+                "name": name,
+                "label": name.replace("_", " "),
+                "options": [
+                    {
+                        "value": row[column],
+                        "label": labels.get(row[column], row[column]),
+                        "n": row["n"],
+                        "checked": row[column] in selected,
+                    }
+                    for row in counts
+                    if row[column] is not None
+                ],
+            }
+        )
+    return out
+
+
+def home_summary() -> dict:
+    """The home page's figures: counts, facet counts, latest runs, data sets."""
+    runs = Run.objects.listed()
+    counts = {}
+    for field in ("cache_mode", "storage_backend", "platform"):
+        choices = dict(FACETS[field].choices)
+        counts[field] = [
+            (row[field], choices.get(row[field], row[field]), row["n"])
+            for row in runs.values(field).annotate(n=Count("id")).order_by("-n", field)
+        ]
+    disk_choices = dict(HARDWARE_FACETS["disk_type"].choices)
+    counts["disk_type"] = [
+        (
+            row["hardware__disk_type"],
+            disk_choices.get(row["hardware__disk_type"]),
+            row["n"],
+        )
+        for row in runs.exclude(hardware=None)
+        .values("hardware__disk_type")
+        .annotate(n=Count("id"))
+        .order_by("-n")
+    ]
+    published = runs.filter(source="published").order_by("citation", "id")
+    datasets = defaultdict(list)
+    for run in published.only("id", "title", "citation", "cache_mode"):
+        datasets[run.citation].append(run)
+    return {
+        "run_count": runs.count(),
+        "system_count": Hardware.objects.filter(runs__in=runs).distinct().count(),
+        "latest": runs.for_list()[:10],
+        "facet_counts": counts,
+        "datasets": [
+            {"citation": c, "runs": rs, "compare": ",".join(str(r.pk) for r in rs)}
+            for c, rs in datasets.items()
+        ],
+    }
+
+
+def hardware_list() -> QuerySet:
+    """Hardware that listed runs ran on, with the number of those runs."""
+    listed = Q(runs__visibility=Visibility.PUBLIC, runs__hidden=False)
+    return (
+        Hardware.objects.select_related("cpu_model", "disk_model")
+        .annotate(run_count=Count("runs", filter=listed))
+        .filter(run_count__gt=0)
+        .order_by("id")
+    )
+
+
+def aggregates(
+    params,
+    test_id: str,
+    metric: str = "iops",
+    group_by: str | None = None,
+    comparability_key: str | None = None,
+) -> dict:
+    """``compare.aggregates`` over listed runs narrowed by run filters.
+
+    Suspect runs are left out unless ``params`` has the ``suspect`` filter.
+    """
+    base = Run.objects.listed()
+    if "suspect" not in params:
+        base = base.filter(suspect=False)
+    filterset = RunFilterSet(params, queryset=base)
+    if not filterset.is_valid():
+        raise FilterError(filterset)
+    return compare_mod.aggregates(
+        test_id,
+        metric,
+        group_by,
+        runs=filterset.qs,
+        comparability_key=comparability_key,
+    )
+
+
+def similar(run: Run, test_id: str, metric: str, match) -> dict:
+    """Where a run stands among listed, not suspect runs (LookupError if the
+    run has no such test)."""
+    return compare_mod.similar_systems(run, test_id, metric, match or ())
 
 
 # Comparisons -----------------------------------------------------------------

@@ -17,24 +17,19 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from benchdb.results import compare as compare_mod
 from benchdb.results import reads
-from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
     Comparison,
-    Hardware,
     RawOutput,
     Run,
 )
-from benchdb.results.vocab import FACETS, HARDWARE_FACETS
 from benchdb.web.templatetags.benchdb_format import human
 from benchdb_agent import vocab as agent_vocab
 
@@ -43,88 +38,20 @@ CACHE_ORDER = reads.CACHE_ORDER
 
 
 def home(request):
-    runs = Run.objects.visible()
-    facet_counts = {}
-    for field in ("cache_mode", "storage_backend", "platform"):
-        choices = dict(FACETS[field].choices)
-        facet_counts[field] = [
-            (row[field], choices.get(row[field], row[field]), row["n"])
-            for row in runs.values(field).annotate(n=Count("id")).order_by("-n", field)
-        ]
-    disk_choices = dict(HARDWARE_FACETS["disk_type"].choices)
-    facet_counts["disk_type"] = [
-        (
-            row["hardware__disk_type"],
-            disk_choices.get(row["hardware__disk_type"]),
-            row["n"],
-        )
-        for row in runs.exclude(hardware=None)
-        .values("hardware__disk_type")
-        .annotate(n=Count("id"))
-        .order_by("-n")
-    ]
-    published = runs.filter(source="published").order_by("citation", "id")
-    datasets = defaultdict(list)
-    for run in published.only("id", "title", "citation", "cache_mode"):
-        datasets[run.citation].append(run)
-    context = {
-        "run_count": runs.count(),
-        "system_count": Hardware.objects.filter(runs__in=runs).distinct().count(),
-        "latest": runs.for_list()[:10],
-        "facet_counts": facet_counts,
-        "datasets": [
-            {"citation": c, "runs": rs, "compare": ",".join(str(r.pk) for r in rs)}
-            for c, rs in datasets.items()
-        ],
-    }
-    return render(request, "web/home.html", context)
+    return render(request, "web/home.html", reads.home_summary())
 
 
 def run_list(request):
-    base = Run.objects.visible().for_list()
-    filterset = RunFilterSet(request.GET, queryset=base)
-    if not filterset.is_valid():
+    try:
+        filterset = reads.browse(request.GET)
+    except reads.FilterError as exc:
         return render(
             request,
             "web/runs.html",
-            {"filterset": filterset, "errors": filterset.errors},
+            {"filterset": exc.filterset, "errors": exc.errors},
             status=400,
         )
     qs = filterset.qs
-    facets = []
-    all_facets = {**FACETS, **HARDWARE_FACETS}
-    selected = {name: request.GET.getlist(name) for name in all_facets}
-    for name, choices in all_facets.items():
-        # Counts as if this facet were not chosen, so its other values stay
-        # visible and can be added to the selection.
-        others = request.GET.copy()
-        others.pop(name, None)
-        others.pop("page", None)
-        facet_qs = RunFilterSet(others, queryset=base).qs if name in request.GET else qs
-        column = f"hardware__{name}" if name in HARDWARE_FACETS else name
-        labels = dict(choices.choices)
-        counts = (
-            facet_qs.order_by()
-            .values(column)
-            .annotate(n=Count("id", distinct=True))
-            .order_by("-n", column)
-        )
-        facets.append(
-            {
-                "name": name,
-                "label": name.replace("_", " "),
-                "options": [
-                    {
-                        "value": row[column],
-                        "label": labels.get(row[column], row[column]),
-                        "n": row["n"],
-                        "checked": row[column] in selected[name],
-                    }
-                    for row in counts
-                    if row[column] is not None
-                ],
-            }
-        )
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -133,7 +60,7 @@ def run_list(request):
         "web/runs.html",
         {
             "filterset": filterset,
-            "facets": facets,
+            "facets": reads.facet_counts(request.GET, qs),
             "page": page,
             "query": query.urlencode(),
             "ordering": request.GET.get("ordering", ""),
@@ -153,12 +80,11 @@ def run_detail(request, pk: int):
     run = _readable_run(request, pk)
     if run.hidden and not (request.user.is_staff or run.owner_id == request.user.pk):
         return render(request, "web/run_hidden.html", {"run": run}, status=410)
-    # Empty unless the viewer may open the baseline (reads.shown_baseline).
-    baseline = reads.baseline_results(run, request.user)
+    # Guest/host with its interval, per paired test (results.stats.overhead);
+    # empty unless the viewer may open the baseline (reads.shown_baseline).
+    _baseline, overheads = reads.run_overheads(run, request.user)
     rows, charts = [], defaultdict(list)
     results = list(run.results.all())
-    # Guest/host with its interval, per paired test (results.stats.overhead).
-    overheads = compare_mod.result_overheads(results, baseline) if baseline else {}
     for res in results:
         direction = (res.stats or {}).get("main_direction")
         summary = ((res.stats or {}).get("directions") or {}).get(direction) or {}
@@ -572,8 +498,7 @@ def token_create(request):
 @require_POST
 def token_revoke(request, pk: int):
     token = get_object_or_404(ApiToken, pk=pk, user=request.user)
-    token.revoked = timezone.now()
-    token.save(update_fields=["revoked"])
+    token.revoke()
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("submit")
 
