@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from benchdb.api import views
+from benchdb.api import population, views
 
 router = DefaultRouter(trailing_slash=True)
 router.register("submissions", views.SubmissionViewSet, basename="submission")
@@ -18,6 +18,7 @@ v1 = [
     path("aggregates/", views.AggregatesView.as_view(), name="aggregates"),
     path("vocabularies/", views.VocabulariesView.as_view(), name="vocabularies"),
     path("dump/", views.DumpView.as_view(), name="dump"),
+    path("population/", include(population.urlpatterns)),
     *router.urls,
 ]
 

@@ -47,6 +47,7 @@ Choices, and why:
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -453,7 +454,9 @@ def median_interval(
     most ``_BOOTSTRAP_CHUNK`` elements.  Fixed seed, so the same values give
     the same interval.  No interval below ``MIN_REPEATS`` values.
     """
-    x = np.sort(_clean(values))
+    # Resampled in the order given (sort first for an order-free answer):
+    # negating the values then negates and mirrors the interval exactly.
+    x = _clean(values)
     n = int(x.size)
     out = {
         "n": n,
@@ -469,7 +472,7 @@ def median_interval(
         return out
     out["median"] = float(np.median(x))
     out["q1"], out["q3"] = (float(q) for q in np.quantile(x, [0.25, 0.75]))
-    out["min"], out["max"] = float(x[0]), float(x[-1])
+    out["min"], out["max"] = float(x.min()), float(x.max())
     if n < MIN_REPEATS:
         return out
     medians = bootstrap_medians(x, resamples, seed)
@@ -479,10 +482,16 @@ def median_interval(
     return out
 
 
+def content_seed(x: np.ndarray) -> int:
+    """A seed fixed by the values themselves (in the order given)."""
+    return BOOTSTRAP_SEED ^ zlib.crc32(np.ascontiguousarray(x, dtype=float).tobytes())
+
+
 def bootstrap_medians(
     x: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> np.ndarray:
     """The medians of ``resamples`` bootstrap resamples of ``x`` (NumPy)."""
+    x = np.asarray(x, dtype=float)
     rng = np.random.default_rng(seed)
     n = x.size
     per_chunk = max(1, _BOOTSTRAP_CHUNK // n)

@@ -36,7 +36,12 @@ def test_it_publishes_a_valid_schema_without_warnings(tmp_path):
         stdout=StringIO(), stderr=StringIO(),
     )  # fmt: skip
     text = out.read_text()
-    for path in ("/api/v1/submissions/", "/api/v1/compare/", "/api/v1/aggregates/"):
+    for path in (
+        "/api/v1/submissions/",
+        "/api/v1/compare/",
+        "/api/v1/aggregates/",
+        "/api/v1/population/compare/",
+    ):
         assert path in text
 
 

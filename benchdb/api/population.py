@@ -1,0 +1,182 @@
+"""Across-runs answers in the API: ``/api/v1/population/`` and ``…/compare/``.
+
+Thin views over ``benchdb.results.population``: the distribution of per-run
+figures and guest/host overheads for any run filter, and "setting A vs
+setting B over the community's runs" with an effect, an interval, a count of
+systems and a verdict.  Run filters are ``RunFilterSet``'s query parameters
+(the same as ``/api/v1/runs/``); for a comparison the two settings are given
+as query strings in ``a`` and ``b`` (``a=cache_mode%3Dnone``) and the other
+parameters apply to both sides.
+"""
+
+from __future__ import annotations
+
+from django.http import QueryDict
+from django.urls import path
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from benchdb.api.views import _error_responses, _filter_parameters
+from benchdb.results import population, stats
+
+# Parameters of these views that are not run filters.
+OWN_PARAMS = ("test_id", "metric", "comparability_key", "a", "b", "format")
+
+
+class PopulationQuerySerializer(serializers.Serializer):
+    test_id = serializers.CharField(max_length=100)
+    metric = serializers.ChoiceField(choices=list(population.METRICS), default="iops")
+    comparability_key = serializers.CharField(max_length=300, required=False)
+
+
+class PopulationCompareQuerySerializer(PopulationQuerySerializer):
+    a = serializers.CharField(
+        max_length=500,
+        help_text="Setting A as run filters in a query string, e.g. cache_mode=none",
+    )
+    b = serializers.CharField(
+        max_length=500,
+        help_text="Setting B as run filters in a query string, e.g. "
+        "cache_mode=writeback",
+    )
+
+
+class SpreadSerializer(serializers.Serializer):
+    """Median, quartiles and the median's bootstrap 95% interval."""
+
+    runs = serializers.IntegerField()
+    systems = serializers.IntegerField(help_text="Distinct hardware descriptions.")
+    median = serializers.FloatField(allow_null=True)
+    q1 = serializers.FloatField(allow_null=True)
+    q3 = serializers.FloatField(allow_null=True)
+    min = serializers.FloatField(allow_null=True)
+    max = serializers.FloatField(allow_null=True)
+    ci95_low = serializers.FloatField(allow_null=True)
+    ci95_high = serializers.FloatField(allow_null=True)
+
+
+class OverheadSpreadSerializer(SpreadSerializer):
+    percent = serializers.FloatField(
+        allow_null=True, help_text="(median guest ÷ host - 1) × 100."
+    )
+
+
+class PopulationSerializer(serializers.Serializer):
+    test_id = serializers.CharField()
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    higher_is_better = serializers.BooleanField(allow_null=True)
+    comparability_key = serializers.CharField(allow_null=True)
+    results = SpreadSerializer(help_text="Per-run figures (mean over repeats).")
+    overhead = OverheadSpreadSerializer(
+        help_text="Guest ÷ host per guest run with a visible host baseline."
+    )
+
+
+class PerSystemSerializer(serializers.Serializer):
+    q1 = serializers.FloatField()
+    q3 = serializers.FloatField()
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+
+
+class PopulationCompareSerializer(serializers.Serializer):
+    test_id = serializers.CharField()
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    higher_is_better = serializers.BooleanField(allow_null=True)
+    comparability_key = serializers.CharField(allow_null=True)
+    a = SpreadSerializer()
+    b = SpreadSerializer()
+    paired = serializers.BooleanField(
+        help_text="True: the effect is the median of per-system ratios over "
+        "systems measured under both settings."
+    )
+    paired_systems = serializers.IntegerField()
+    ratio = serializers.FloatField(allow_null=True, help_text="B ÷ A.")
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    percent = serializers.FloatField(allow_null=True)
+    percent_low = serializers.FloatField(allow_null=True)
+    percent_high = serializers.FloatField(allow_null=True)
+    equivalence_percent = serializers.FloatField()
+    verdict = serializers.ChoiceField(choices=list(stats.VERDICTS))
+    text = serializers.CharField()
+    per_system = PerSystemSerializer(
+        required=False, help_text="Spread of the per-system ratios (paired only)."
+    )
+
+
+def _run_filters(params: QueryDict, extra: str | None = None) -> QueryDict:
+    """The run filters of a request, plus those of ``extra`` (a query string)."""
+    out = params.copy()
+    for name in OWN_PARAMS:
+        out.pop(name, None)
+    if extra:
+        for key, values in QueryDict(extra).lists():
+            if key in OWN_PARAMS:
+                raise exceptions.ValidationError(
+                    {key: [f"{key} cannot be part of a setting"]}
+                )
+            out.setlist(key, values)
+    return out
+
+
+def _runs(params: QueryDict, pointer: str):
+    try:
+        return population.filter_runs(params)
+    except ValueError as exc:
+        raise exceptions.ValidationError({pointer: [str(exc)]}) from None
+
+
+class PopulationView(APIView):
+    @extend_schema(
+        summary="Across runs: distribution of a test's figure and of overheads",
+        description="Over visible, not suspect runs narrowed by any run filter: "
+        "the per-run figures' median, quartiles and bootstrap 95% interval of the "
+        "median, with the number of runs and distinct systems; and the same for "
+        "guest ÷ host of guest runs with a visible host baseline.",
+        parameters=[PopulationQuerySerializer, *_filter_parameters()],
+        responses={200: PopulationSerializer, **_error_responses(400)},
+    )
+    def get(self, request):
+        query = PopulationQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        runs = _runs(_run_filters(request.query_params), "filters")
+        answer = population.distribution(
+            runs, q["test_id"], q["metric"], q.get("comparability_key")
+        )
+        return Response(PopulationSerializer(answer).data)
+
+
+class PopulationCompareView(APIView):
+    @extend_schema(
+        summary="Across runs: setting A vs setting B",
+        description="B against A over the community's runs, e.g. "
+        "a=cache_mode%3Dnone&b=cache_mode%3Dwriteback&disk_type=sata-ssd: the "
+        "effect B ÷ A as the median over systems measured under both of their "
+        "ratio (bootstrap 95% interval), or with fewer than 3 such systems the "
+        "ratio of the two sets' medians; the number of systems, and a verdict "
+        "(faster, slower, equivalent, cannot tell).",
+        parameters=[PopulationCompareQuerySerializer, *_filter_parameters()],
+        responses={200: PopulationCompareSerializer, **_error_responses(400)},
+    )
+    def get(self, request):
+        query = PopulationCompareQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        runs_a = _runs(_run_filters(request.query_params, q["a"]), "a")
+        runs_b = _runs(_run_filters(request.query_params, q["b"]), "b")
+        answer = population.compare_sets(
+            runs_a, runs_b, q["test_id"], q["metric"], q.get("comparability_key")
+        )
+        return Response(PopulationCompareSerializer(answer).data)
+
+
+urlpatterns = [
+    path("", PopulationView.as_view(), name="population"),
+    path("compare/", PopulationCompareView.as_view(), name="population-compare"),
+]

@@ -1,0 +1,361 @@
+"""Across runs: what the community's runs show, for any filter.
+
+Every statistic elsewhere is within one run's repeats.  This module answers
+questions over many runs: "4k random read IOPS at QD1 on SATA SSDs under
+Proxmox: what do runs get, and how much does the guest lose against its
+host?", and "writeback vs none: which is faster, by how much, on how many
+systems?".
+
+- **A run counts once**: its per-run figure is the mean over its repeats of
+  the test's main direction (the ``Result.*_mean`` column), so the work per
+  run is done once at ingest and the population is one column of one query.
+- **A system is a hardware row** (``Run.hardware``: the same CPU, disks and
+  controller share one row).  Counts say how many runs and how many distinct
+  systems an answer rests on; runs without a hardware description count as
+  runs, never as systems.
+- **Distributions**: median, quartiles, min/max and a bootstrap 95% interval
+  of the median (``stats.median_interval``: NumPy, fixed seed, so the same
+  runs always give the same interval).
+- **Overheads**: guest/host for each guest run with a visible, not suspect
+  host baseline that measured the same comparability key, computed in SQL
+  (a correlated subquery for the host's figure), then summarised as above.
+- **Comparing two filter sets** (``compare_sets``): systems measured under
+  both settings are paired: per system the geometric mean of its runs under
+  A and under B (``exp(avg(ln(x)))`` in SQL, grouped by hardware), the log
+  ratio B/A per system, its median and a bootstrap interval.  Pairing takes
+  the systems' own speed out of the comparison.  With fewer than 3 paired
+  systems the answer falls back to the two sets' medians (unpaired, bootstrap
+  of each side), and says so.  The verdict follows ``stats``: a real
+  difference when the interval excludes no change, "equivalent" when it lies
+  within ±``EQUIVALENCE_PERCENT``, otherwise "cannot tell".
+
+Only visible (public, not hidden), not suspect runs enter a population;
+results of different comparability keys are never pooled (the most common
+key of the test id among the filtered runs is used unless one is given).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from django.db.models import (
+    Avg,
+    Count,
+    F,
+    FloatField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
+from django.db.models.functions import Cast, Ln
+
+from benchdb.results import compare, stats
+from benchdb.results.models import Result, Run
+
+# The per-run figures a population can be built from: metric -> Result column.
+METRICS = compare.METRIC_COLUMNS
+
+
+def population_runs() -> QuerySet:
+    """Runs that may enter an across-runs answer: visible and not suspect."""
+    return compare.comparable_runs()
+
+
+def _column(metric: str) -> str:
+    return compare.metric_column(metric)
+
+
+def _results(
+    runs: QuerySet, test_id: str, metric: str, comparability_key: str | None
+) -> tuple[QuerySet, str | None]:
+    """The results of ``test_id`` among ``runs`` with a positive figure, one key."""
+    column = _column(metric)
+    qs = Result.objects.filter(
+        test_id=test_id,
+        comparable=True,
+        run__in=runs.values("pk"),
+        **{f"{column}__gt": 0},
+    )
+    if comparability_key is None:
+        top = (
+            qs.values("comparability_key")
+            .annotate(n=Count("id"))
+            .order_by("-n", "comparability_key")
+            .first()
+        )
+        comparability_key = top["comparability_key"] if top else None
+    return qs.filter(comparability_key=comparability_key), comparability_key
+
+
+def _summary(values, systems: int, runs: int | None = None) -> dict:
+    """A distribution's figures: median_interval plus the counts."""
+    out = stats.median_interval(values)
+    out["runs"] = out.pop("n") if runs is None else runs
+    out["systems"] = systems
+    return out
+
+
+def distribution(
+    runs: QuerySet,
+    test_id: str,
+    metric: str = "iops",
+    comparability_key: str | None = None,
+) -> dict:
+    """Per-run figures of a test among ``runs`` and guest/host overheads.
+
+    ``runs`` is already filtered (e.g. ``RunFilterSet(...).qs`` over
+    ``population_runs()``).  Returns ``{"test_id", "metric", "unit",
+    "higher_is_better", "comparability_key", "results", "overhead"}`` where
+    ``results`` and ``overhead`` each have median, q1, q3, min, max, the
+    median's bootstrap interval ``ci95_low``/``ci95_high``, ``runs`` and
+    ``systems``.  Overheads are guest ÷ host (1.0 = native).  Three queries.
+    """
+    column = _column(metric)
+    qs, key = _results(runs, test_id, metric, comparability_key)
+    values = np.sort(np.fromiter(qs.values_list(column, flat=True), dtype=float))
+    systems = qs.aggregate(n=Count("run__hardware", distinct=True))["n"]
+    return {
+        "test_id": test_id,
+        "metric": metric,
+        "unit": compare.MAIN_METRICS[metric]["unit"],
+        "higher_is_better": compare.higher_is_better(metric),
+        "comparability_key": key,
+        "results": _summary(values, systems),
+        "overhead": overhead_distribution(qs, metric),
+    }
+
+
+def _with_host_figure(results: QuerySet, metric: str) -> QuerySet:
+    """Guest results annotated with their host baseline's figure (SQL)."""
+    column = _column(metric)
+    host = Result.objects.filter(
+        run=OuterRef("run__baseline"),
+        comparability_key=OuterRef("comparability_key"),
+        **{f"{column}__gt": 0},
+    ).values(column)[:1]
+    baselines = population_runs()
+    return (
+        results.filter(run__role="guest", run__baseline__in=baselines.values("pk"))
+        .annotate(host_figure=Subquery(host, output_field=FloatField()))
+        .filter(host_figure__isnull=False)
+        .annotate(ratio=Cast(F(column), FloatField()) / F("host_figure"))
+    )
+
+
+def overhead_distribution(results: QuerySet, metric: str) -> dict:
+    """Guest ÷ host over the guest results among ``results`` that have a host."""
+    rows = _with_host_figure(results, metric).values_list("run__hardware", "ratio")
+    pairs = list(rows)
+    ratios = np.sort(np.asarray([r for _hw, r in pairs], dtype=float))
+    systems = len({hw for hw, _r in pairs if hw is not None})
+    out = _summary(ratios, systems)
+    out["percent"] = None if out["median"] is None else (out["median"] - 1) * 100
+    return out
+
+
+def _per_system_logs(results: QuerySet, metric: str) -> dict[int, tuple]:
+    """hardware id -> (mean of ln(figure) over its runs, number of runs)."""
+    column = _column(metric)
+    rows = (
+        results.exclude(run__hardware=None)
+        .values("run__hardware")
+        .annotate(log_mean=Avg(Ln(column)), n=Count("id"))
+        .order_by("run__hardware")
+    )
+    return {row["run__hardware"]: (row["log_mean"], row["n"]) for row in rows}
+
+
+def compare_sets(
+    runs_a: QuerySet,
+    runs_b: QuerySet,
+    test_id: str,
+    metric: str = "iops",
+    comparability_key: str | None = None,
+    margin_percent: float | None = None,
+) -> dict:
+    """B against A over the community's runs: effect, interval, systems, verdict.
+
+    ``runs_a`` and ``runs_b`` are the two filter sets' runs (already within
+    ``population_runs()``).  The effect is B ÷ A as a ratio (and percent):
+    the median over paired systems of their per-system ratio, with a
+    bootstrap interval; or, with fewer than 3 paired systems, the ratio of
+    the two sets' medians with a bootstrap interval of each side resampled
+    independently (``paired`` False).  Swapping A and B mirrors the answer.
+    """
+    margin = compare.equivalence_percent() if margin_percent is None else margin_percent
+    hib = compare.higher_is_better(metric)
+    if comparability_key is None:
+        # One key for both sides: the most common among their runs together.
+        both = Run.objects.filter(
+            Q(pk__in=runs_a.values("pk")) | Q(pk__in=runs_b.values("pk"))
+        )
+        _qs, comparability_key = _results(both, test_id, metric, None)
+    res_a, _ = _results(runs_a, test_id, metric, comparability_key)
+    res_b, _ = _results(runs_b, test_id, metric, comparability_key)
+    logs_a = _per_system_logs(res_a, metric)
+    logs_b = _per_system_logs(res_b, metric)
+    paired_ids = sorted(set(logs_a) & set(logs_b))
+    dist_a = distribution(runs_a, test_id, metric, comparability_key)
+    dist_b = distribution(runs_b, test_id, metric, comparability_key)
+    out = {
+        "test_id": test_id,
+        "metric": metric,
+        "unit": compare.MAIN_METRICS[metric]["unit"],
+        "higher_is_better": hib,
+        "comparability_key": comparability_key,
+        "a": dist_a["results"],
+        "b": dist_b["results"],
+        "paired": len(paired_ids) >= stats.MIN_REPEATS,
+        "paired_systems": len(paired_ids),
+        "ratio": None,
+        "low": None,
+        "high": None,
+        "equivalence_percent": margin,
+    }
+    if out["paired"]:
+        diffs = np.asarray(
+            [logs_b[h][0] - logs_a[h][0] for h in paired_ids], dtype=float
+        )
+        m = stats.median_interval(diffs)
+        out["ratio"] = float(np.exp(m["median"]))
+        out["low"], out["high"] = (
+            float(np.exp(m["ci95_low"])),
+            float(np.exp(m["ci95_high"])),
+        )
+        out["per_system"] = {
+            "q1": float(np.exp(m["q1"])),
+            "q3": float(np.exp(m["q3"])),
+            "min": float(np.exp(m["min"])),
+            "max": float(np.exp(m["max"])),
+        }
+    else:
+        out.update(_unpaired(res_a, res_b, metric))
+    out.update(_population_verdict(out, hib, margin))
+    return out
+
+
+def _unpaired(res_a: QuerySet, res_b: QuerySet, metric: str) -> dict:
+    """Ratio of the two sets' medians, each side bootstrapped on its own."""
+    column = _column(metric)
+    a = np.sort(np.log(np.fromiter(res_a.values_list(column, flat=True), float)))
+    b = np.sort(np.log(np.fromiter(res_b.values_list(column, flat=True), float)))
+    if a.size == 0 or b.size == 0:
+        return {}
+    ratio = float(np.exp(np.median(b) - np.median(a)))
+    if a.size < stats.MIN_REPEATS or b.size < stats.MIN_REPEATS:
+        return {"ratio": ratio}
+    # Each side's draws are fixed by its own values: swapping A and B swaps
+    # the draws too, so the interval mirrors exactly.
+    diffs = stats.bootstrap_medians(
+        b, seed=stats.content_seed(b)
+    ) - stats.bootstrap_medians(a, seed=stats.content_seed(a))
+    tail = (1.0 - stats.CONFIDENCE) / 2.0
+    low, high = np.quantile(diffs, [tail, 1.0 - tail])
+    return {"ratio": ratio, "low": float(np.exp(low)), "high": float(np.exp(high))}
+
+
+def _population_verdict(out: dict, hib: bool | None, margin: float) -> dict:
+    """The three verdicts for an across-runs effect (interval-based)."""
+    v = {
+        "percent": None,
+        "percent_low": None,
+        "percent_high": None,
+        "verdict": stats.CANNOT_TELL,
+        "text": "",
+    }
+    if out["ratio"] is not None:
+        v["percent"] = (out["ratio"] - 1.0) * 100.0
+    basis = (
+        f"median over {out['paired_systems']} paired systems"
+        if out["paired"]
+        else f"unpaired: {out['a']['runs']} vs {out['b']['runs']} runs, "
+        f"{out['paired_systems']} systems measured both"
+    )
+    if out["low"] is None:
+        v["text"] = (
+            "cannot tell: too few runs (at least "
+            f"{stats.MIN_REPEATS} per side, or {stats.MIN_REPEATS} systems "
+            f"measured under both; {basis})"
+        )
+        return v
+    v["percent_low"] = (out["low"] - 1.0) * 100.0
+    v["percent_high"] = (out["high"] - 1.0) * 100.0
+    ci = (
+        f"95% CI {stats.format_percent(v['percent_low'])}…"
+        f"{stats.format_percent(v['percent_high'])}"
+    )
+    lo_band, hi_band = stats.equivalence_band(margin)
+    if out["low"] > 1.0 or out["high"] < 1.0:
+        up = out["ratio"] > 1.0
+        if hib is None:
+            word = "higher" if up else "lower"
+            v["verdict"] = stats.FASTER if up else stats.SLOWER
+        else:
+            word = stats.FASTER if (up == hib) else stats.SLOWER
+            v["verdict"] = word
+        v["text"] = f"{word} by {abs(v['percent']):.1f}% ({ci}, {basis})"
+    elif lo_band <= out["low"] and out["high"] <= hi_band:
+        v["verdict"] = stats.EQUIVALENT
+        v["text"] = f"no difference larger than {margin:g}% (equivalent; {ci}, {basis})"
+    else:
+        v["text"] = f"cannot tell: too few systems or too much spread ({ci}, {basis})"
+    return v
+
+
+def answer(
+    filters: dict,
+    a: dict,
+    b: dict,
+    test_id: str,
+    metric: str = "iops",
+) -> dict:
+    """The reports' direct answer to "A vs B over the community's runs".
+
+    ``filters`` apply to both sides, ``a`` and ``b`` are the two settings,
+    each a dict of ``RunFilterSet`` parameters (``{"cache_mode": "none"}``,
+    ``{"disk_type": ["sata-ssd", "nvme-ssd"]}``).  Returns ``{"effect_percent",
+    "low_percent", "high_percent", "systems", "paired", "runs_a", "runs_b",
+    "verdict", "text"}`` plus the full answer under ``"detail"``.  Raises
+    ValueError naming a bad filter.
+    """
+    runs_a = filter_runs({**filters, **a})
+    runs_b = filter_runs({**filters, **b})
+    full = compare_sets(runs_a, runs_b, test_id, metric)
+    return {
+        "effect_percent": full["percent"],
+        "low_percent": full["percent_low"],
+        "high_percent": full["percent_high"],
+        "systems": full["paired_systems"],
+        "paired": full["paired"],
+        "runs_a": full["a"]["runs"],
+        "runs_b": full["b"]["runs"],
+        "verdict": full["verdict"],
+        "text": full["text"],
+        "detail": full,
+    }
+
+
+def filter_runs(params, base: QuerySet | None = None) -> QuerySet:
+    """``RunFilterSet`` over the population's runs; ValueError on bad input."""
+    from django.http import QueryDict
+
+    from benchdb.results.filters import RunFilterSet
+
+    if not isinstance(params, QueryDict):
+        query = QueryDict(mutable=True)
+        for k, v in params.items():
+            if isinstance(v, list | tuple):
+                query.setlist(k, [str(x) for x in v])
+            else:
+                query[k] = str(v)
+        params = query
+    filterset = RunFilterSet(
+        params, queryset=base if base is not None else population_runs()
+    )
+    if not filterset.is_valid():
+        problems = "; ".join(
+            f"{field}: {' '.join(str(e) for e in errors)}"
+            for field, errors in filterset.errors.items()
+        )
+        raise ValueError(problems)
+    return filterset.qs.order_by()
