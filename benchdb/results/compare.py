@@ -23,7 +23,6 @@ from django.db.models.aggregates import Aggregate
 
 from benchdb.results import stats
 from benchdb.results.models import METRIC_FIELDS, Measurement, Result, Run
-from benchdb.results.vocab import Visibility
 from benchdb_agent import suite as agent_suite
 
 
@@ -179,17 +178,13 @@ def _comparison_results(runs: list[Run]) -> list[Result]:
     """Comparable results of the runs and of their visible host baselines."""
     run_ids = [r.pk for r in runs]
     baseline_ids = [r.baseline_id for r in runs if r.baseline_id] or [0]
-    # A baseline only lends its figures to an overhead when anyone may see
-    # it (or it is one of the compared runs, which the caller checked).
+    # A baseline only lends its figures to an overhead when it is listed
+    # (anyone may see it) or is one of the compared runs (the caller checked).
     return list(
         Result.objects.filter(comparable=True)
         .filter(
             Q(run__in=run_ids)
-            | Q(
-                run__in=baseline_ids,
-                run__visibility=Visibility.PUBLIC,
-                run__hidden=False,
-            )
+            | Q(run__in=Run.objects.listed().filter(pk__in=baseline_ids).values("pk"))
         )
         .order_by("test_id", "run_id")
     )

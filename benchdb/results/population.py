@@ -29,7 +29,8 @@ systems?".
   difference when the interval excludes no change, "equivalent" when it lies
   within ±``EQUIVALENCE_PERCENT``, otherwise "cannot tell".
 
-Only visible (public, not hidden), not suspect runs enter a population;
+Only listed (public, not hidden; ``Run.objects.listed()``), not suspect runs
+enter a population, and a host baseline only when it is one of them;
 results of different comparability keys are never pooled (the most common
 key of the test id among the filtered runs is used unless one is given).
 """
@@ -57,8 +58,13 @@ METRICS = compare.METRIC_COLUMNS
 
 
 def population_runs() -> QuerySet:
-    """Runs that may enter an across-runs answer: visible and not suspect."""
-    return compare.comparable_runs()
+    """Runs that may enter an across-runs answer: listed and not suspect.
+
+    ``Run.objects.listed()`` is the one rule for lists, reports and
+    aggregates (public, not hidden); a suspect run is shown with its reason,
+    never mixed into others' statistics.
+    """
+    return Run.objects.listed().filter(suspect=False)
 
 
 def _column(metric: str) -> str:
