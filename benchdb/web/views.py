@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-from collections import defaultdict
 from functools import lru_cache
 
 from django.contrib import messages
@@ -30,6 +29,7 @@ from benchdb.results.models import (
     RawOutput,
     Run,
 )
+from benchdb.web import present
 from benchdb.web.templatetags.benchdb_format import human
 from benchdb_agent import vocab as agent_vocab
 
@@ -82,8 +82,8 @@ def run_detail(request, pk: int):
         return render(request, "web/run_hidden.html", {"run": run}, status=410)
     # Guest/host with its interval, per paired test (results.stats.overhead);
     # empty unless the viewer may open the baseline (reads.shown_baseline).
-    _baseline, overheads = reads.run_overheads(run, request.user)
-    rows, charts = [], defaultdict(list)
+    baseline, overheads = reads.run_overheads(run, request.user)
+    rows = []
     results = list(run.results.all())
     for res in results:
         direction = (res.stats or {}).get("main_direction")
@@ -97,28 +97,18 @@ def run_detail(request, pk: int):
                 "metric": metric,
                 "summary": main,
                 "overhead": overhead,
+                "host_summary": present.main_summary(
+                    baseline.get(res.comparability_key), metric
+                ),
                 "repeats": list(res.measurements.all()),
                 "raw_repeats": {raw.repeat for raw in res.raw_outputs.all()},
             }
         )
-        if metric and main.get("mean") is not None:
-            charts[metric].append(
-                {
-                    "label": res.title or res.test_id,
-                    "mean": main["mean"],
-                    "low": main.get("ci95_low"),
-                    "high": main.get("ci95_high"),
-                }
-            )
-    chart_data = [
-        {
-            "title": _metric_title(metric),
-            "unit": _unit(metric),
-            "scale": _scale(metric),
-            "bars": bars,
-        }
-        for metric, bars in charts.items()
-    ]
+    groups = present.run_groups(rows, run, run.baseline)
+    chart_data = [{"slug": g["slug"], "bars": g["bars"]} for g in groups]
+    guests = []
+    if run.role == "host":
+        guests = list(run.guests.visible().order_by("id"))
     return render(
         request,
         "web/run_detail.html",
@@ -126,6 +116,9 @@ def run_detail(request, pk: int):
             "run": run,
             "baseline": run.baseline,
             "rows": rows,
+            "groups": groups,
+            "guests": guests,
+            "headlines": present.headlines(rows),
             "chart_data": chart_data,
             "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
             # A list, not the dict: a tag named "items" would shadow .items
@@ -140,29 +133,6 @@ def _first_metric(summary: dict) -> str | None:
         if metric in summary:
             return metric
     return None
-
-
-def _metric_title(metric: str) -> str:
-    return {
-        "iops": "IOPS (higher is better)",
-        "bw_bytes": "Bandwidth, MB/s (higher is better)",
-        "lat_mean_ns": "Mean latency, µs (lower is better)",
-        "runtime_s": "Time, s (lower is better)",
-    }.get(metric, metric)
-
-
-def _unit(metric: str) -> str:
-    return {
-        "iops": "IOPS",
-        "bw_bytes": "MB/s",
-        "lat_mean_ns": "µs",
-        "runtime_s": "s",
-    }.get(metric, "")
-
-
-def _scale(metric: str) -> float:
-    """Divisor from the stored unit to the shown one."""
-    return {"bw_bytes": 1e6, "lat_mean_ns": 1e3}.get(metric, 1.0)
 
 
 def raw_output(request, pk: int, result_id: int, repeat: int):
@@ -202,48 +172,11 @@ def _comparison_context(request, ids: list[int], ref_id: int | None) -> dict:
 
 
 def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
-    labels = {r["id"]: f"#{r['id']} {r['title']}" for r in data["runs"]}
-    charts, sweeps = [], defaultdict(lambda: defaultdict(list))
-    for test in data["tests"]:
-        metric_name = test["main_metric"]
-        metrics = {m["metric"]: m for m in test["metrics"]}
-        chosen = metrics.get(metric_name) or (
-            test["metrics"][0] if test["metrics"] else None
-        )
-        if chosen is None:
-            continue
-        scale = _scale(chosen["metric"])
-        charts.append(
-            {
-                "title": f"{test['title']}: {_metric_title(chosen['metric'])}",
-                "unit": _unit(chosen["metric"]),
-                "scale": scale,
-                "bars": [
-                    {
-                        "label": labels[e["run"]],
-                        "mean": e["mean"],
-                        "low": e["ci95_low"],
-                        "high": e["ci95_high"],
-                    }
-                    for e in chosen["runs"]
-                ],
-            }
-        )
-        if test["group"] == "fio-iodepth-sweep":
-            depth = _depth_of(test["test_id"])
-            family = test["test_id"].split("-q")[0]
-            for e in chosen["runs"]:
-                sweeps[(family, chosen["metric"])][e["run"]].append((depth, e["mean"]))
-    sweep_charts = [
-        {
-            "title": f"{family}: {_metric_title(metric)} over queue depth",
-            "scale": _scale(metric),
-            "series": [
-                {"label": labels[rid], "points": sorted(points)}
-                for rid, points in per_run.items()
-            ],
-        }
-        for (family, metric), per_run in sweeps.items()
+    diff = present.differences(runs)
+    labels = diff["labels"]
+    groups = present.chart_groups(data, labels)
+    chart_data = [
+        {"slug": g["slug"], "bars": g["bars"], "lines": g["lines"]} for g in groups
     ]
     modes = sorted(
         {r.cache_mode for r in runs if r.cache_mode in agent_vocab.CACHE_MODE_SAFETY},
@@ -261,18 +194,14 @@ def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
         "runs": runs,
         "reference": reference,
         "labels": labels,
+        "differences": diff,
+        "groups": groups,
         "rows": rows,
-        "chart_data": charts,
-        "sweep_data": sweep_charts,
+        "chart_data": chart_data,
         "safety": [(mode, *agent_vocab.CACHE_MODE_SAFETY[mode]) for mode in modes],
         "markdown": _markdown(data, labels),
         "ids": ",".join(str(i) for i in ids),
     }
-
-
-def _depth_of(test_id: str) -> int:
-    part = test_id.rsplit("-q", 1)[1]
-    return int(part.split("t")[0])
 
 
 def _markdown(data: dict, labels: dict) -> str:

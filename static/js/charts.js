@@ -1,114 +1,206 @@
-/* Bar charts with 95% confidence-interval whiskers, and queue-depth lines.
- * Data comes from <script type="application/json"> blocks made by json_script:
- * #chart-data: [{title, unit, scale, bars: [{label, mean, low, high}]}]
- * #sweep-data: [{title, scale, series: [{label, points: [[depth, mean]]}]}]
+/* Charts of the run, compare and report pages, from the JSON in #chart-data
+ * (json_script): [{slug, bars: [...], lines: [...]}], one entry per test group.
+ *
+ * bars:  {title, axis, unit, categories: [test title], datasets: [{label,
+ *         values, low, high, marks}]} -> horizontal bars, one category per
+ *         test with its full title, one colour per run, whiskers low..high
+ *         and each bar's mark against the reference (▲ ▼ = ≈ ?) at its end.
+ * lines: {title, axis, series: [{label, points: [{x, y, low, high}]}]}
+ *         -> queue-depth curves as fio-plot draws them: depth on a log2 axis
+ *         in numeric order, one line per run with its 95% band.
+ * A group's charts are drawn when its <details> is open (the first time).
+ * Every number is also in the group's table, which the canvas points to.
  */
 (function () {
   "use strict";
   const palette = ["#0b5cad", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#1098ad",
                    "#c2255c", "#495057", "#5c940d", "#364fc7", "#a61e4d", "#087f5b"];
+  const fmt = new Intl.NumberFormat("en", { maximumSignificantDigits: 4 });
 
-  // Draws the whiskers: for each bar, a line from low to high with caps.
-  const errorBars = {
-    id: "errorBars",
+  function wrap(text, width) {
+    const words = String(text).split(" ");
+    const lines = [];
+    let line = "";
+    words.forEach((w) => {
+      if (line && (line + " " + w).length > width) { lines.push(line); line = w; }
+      else { line = line ? line + " " + w : w; }
+    });
+    if (line) lines.push(line);
+    return lines;
+  }
+
+  // Whiskers and marks for horizontal bars.
+  const whiskers = {
+    id: "whiskers",
     afterDatasetsDraw(chart) {
       const ctx = chart.ctx;
+      const x = chart.scales.x;
       chart.data.datasets.forEach((ds, di) => {
-        if (!ds.errors) return;
         const meta = chart.getDatasetMeta(di);
+        if (meta.hidden) return;
         meta.data.forEach((bar, i) => {
-          const e = ds.errors[i];
-          if (!e || e.low === null || e.high === null) return;
-          const y = chart.scales.y;
-          const top = y.getPixelForValue(e.high), bottom = y.getPixelForValue(e.low);
+          const low = ds.low[i], high = ds.high[i];
+          const cap = Math.min(5, bar.height / 3);
           ctx.save();
           ctx.strokeStyle = "#212529";
-          ctx.lineWidth = 1.5;
-          ctx.beginPath();
-          ctx.moveTo(bar.x, top); ctx.lineTo(bar.x, bottom);
-          ctx.moveTo(bar.x - 6, top); ctx.lineTo(bar.x + 6, top);
-          ctx.moveTo(bar.x - 6, bottom); ctx.lineTo(bar.x + 6, bottom);
-          ctx.stroke();
+          ctx.lineWidth = 1.3;
+          let end = bar.x;
+          if (low !== null && high !== null) {
+            const a = x.getPixelForValue(low), b = x.getPixelForValue(high);
+            ctx.beginPath();
+            ctx.moveTo(a, bar.y); ctx.lineTo(b, bar.y);
+            ctx.moveTo(a, bar.y - cap); ctx.lineTo(a, bar.y + cap);
+            ctx.moveTo(b, bar.y - cap); ctx.lineTo(b, bar.y + cap);
+            ctx.stroke();
+            end = Math.max(end, b);
+          }
+          const mark = (ds.marks[i] || "").split(" ")[0];
+          if (mark && mark !== "reference") {
+            ctx.fillStyle = mark === "▲" ? "#2b8a3e" : mark === "▼" ? "#c92a2a" : "#495057";
+            ctx.font = "bold 12px system-ui, sans-serif";
+            ctx.textBaseline = "middle";
+            ctx.fillText(mark, end + 4, bar.y);
+          }
           ctx.restore();
         });
       });
     },
   };
 
-  function canvasIn(container, title) {
-    const figure = document.createElement("figure");
-    figure.className = "chart";
+  function figure(container, title, describedBy) {
+    const fig = document.createElement("figure");
+    fig.className = "chart";
     const caption = document.createElement("figcaption");
     caption.textContent = title;
+    const box = document.createElement("div");
+    box.className = "canvas-box";
     const canvas = document.createElement("canvas");
-    figure.appendChild(caption);
-    figure.appendChild(canvas);
-    container.appendChild(figure);
-    return canvas;
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", title + ". The values are in the table below.");
+    if (describedBy) canvas.setAttribute("aria-describedby", describedBy);
+    canvas.textContent = title + ": see the table below.";
+    box.appendChild(canvas);
+    fig.appendChild(caption);
+    fig.appendChild(box);
+    container.appendChild(fig);
+    return { canvas, box };
   }
 
-  function read(id) {
-    const el = document.getElementById(id);
-    return el ? JSON.parse(el.textContent) : [];
-  }
-
-  function bars() {
-    const container = document.getElementById("charts");
-    if (!container) return;
-    read("chart-data").forEach((chart) => {
-      const scale = chart.scale || 1;
-      const canvas = canvasIn(container, chart.title);
-      // Leave room for the tallest whisker, not only the tallest bar.
-      const top = Math.max(0, ...chart.bars.map((b) => (b.high === null ? b.mean : b.high) || 0));
-      const short = (label) => (label.length > 38 ? label.slice(0, 37) + "…" : label);
-      new Chart(canvas, {
-        type: "bar",
-        data: {
-          labels: chart.bars.map((b) => short(b.label)),
-          datasets: [{
-            label: chart.unit,
-            data: chart.bars.map((b) => (b.mean === null ? null : b.mean / scale)),
-            backgroundColor: chart.bars.map((_, i) => palette[i % palette.length]),
-            errors: chart.bars.map((b) => ({
-              low: b.low === null ? null : b.low / scale,
-              high: b.high === null ? null : b.high / scale,
-            })),
-          }],
+  function barChart(container, chart, tableId) {
+    const { canvas, box } = figure(container, chart.title, tableId);
+    const narrow = container.clientWidth < 600;
+    const bars = chart.categories.length * Math.max(1, chart.datasets.length);
+    // Room for every bar, the axis and a legend line per run or two.
+    const legend = chart.datasets.length > 1
+      ? Math.ceil(chart.datasets.length / (narrow ? 1 : 2)) * 22 : 0;
+    const labelLines = chart.categories.reduce((n, c) => n + wrap(c, narrow ? 18 : 32).length, 0);
+    box.style.height = Math.max(120, bars * 24, labelLines * 16) + legend + 70 + "px";
+    let top = 0;
+    chart.datasets.forEach((ds) => ds.values.forEach((v, i) => {
+      top = Math.max(top, v || 0, ds.high[i] || 0);
+    }));
+    new Chart(canvas, {
+      type: "bar",
+      data: {
+        labels: chart.categories.map((c) => wrap(c, narrow ? 18 : 32)),
+        datasets: chart.datasets.map((ds, i) => ({
+          label: ds.label,
+          data: ds.values,
+          low: ds.low,
+          high: ds.high,
+          marks: ds.marks,
+          backgroundColor: palette[i % palette.length],
+          barPercentage: 0.9,
+          categoryPercentage: 0.85,
+        })),
+      },
+      options: {
+        indexAxis: "y",
+        maintainAspectRatio: false,
+        animation: false,
+        plugins: {
+          legend: { display: chart.datasets.length > 1, position: "top", align: "start" },
+          tooltip: {
+            callbacks: {
+              label(item) {
+                const ds = item.dataset, i = item.dataIndex;
+                let text = `${ds.label}: ${fmt.format(item.raw)} ${chart.unit}`;
+                if (ds.low[i] !== null && ds.high[i] !== null) {
+                  text += ` (95%: ${fmt.format(ds.low[i])}–${fmt.format(ds.high[i])})`;
+                }
+                if (ds.marks[i]) text += ` ${ds.marks[i]}`;
+                return text;
+              },
+            },
+          },
         },
-        options: {
-          animation: false,
-          plugins: { legend: { display: false } },
-          scales: { y: { beginAtZero: true, suggestedMax: (top / scale) * 1.05,
-                         title: { display: true, text: chart.unit } },
-                    x: { ticks: { autoSkip: false, maxRotation: 60 } } },
+        scales: {
+          x: { beginAtZero: true, suggestedMax: top * 1.08,
+               title: { display: true, text: chart.axis } },
+          y: { ticks: { autoSkip: false, font: { size: narrow ? 10 : 12 } } },
         },
-        plugins: [errorBars],
-      });
+      },
+      plugins: [whiskers],
     });
   }
 
-  function sweeps() {
-    const container = document.getElementById("sweeps");
-    if (!container) return;
-    read("sweep-data").forEach((chart) => {
-      const scale = chart.scale || 1;
-      const canvas = canvasIn(container, chart.title);
-      new Chart(canvas, {
-        type: "line",
-        data: {
-          datasets: chart.series.map((s, i) => ({
-            label: s.label,
-            data: s.points.map((p) => ({ x: p[0], y: p[1] / scale })),
-            borderColor: palette[i % palette.length],
-            backgroundColor: palette[i % palette.length],
-          })),
-        },
-        options: {
-          animation: false,
-          scales: { x: { type: "logarithmic", title: { display: true, text: "iodepth" } },
-                    y: { beginAtZero: true } },
-        },
+  function lineChart(container, chart, tableId) {
+    const { canvas, box } = figure(container, chart.title, tableId);
+    box.style.height = "300px";
+    const depths = [...new Set(chart.series.flatMap((s) => s.points.map((p) => p.x)))]
+      .sort((a, b) => a - b);
+    const datasets = [];
+    chart.series.forEach((s, i) => {
+      const colour = palette[i % palette.length];
+      const at = (key) => depths.map((d) => {
+        const p = s.points.find((q) => q.x === d);
+        return p ? p[key] : null;
       });
+      datasets.push({ label: s.label, data: at("y"), borderColor: colour,
+                      backgroundColor: colour, tension: 0, spanGaps: true });
+      datasets.push({ label: "band-high", data: at("high"), borderWidth: 0,
+                      pointRadius: 0, fill: false, spanGaps: true });
+      datasets.push({ label: "band-low", data: at("low"), borderWidth: 0,
+                      pointRadius: 0, fill: "-1", backgroundColor: colour + "33",
+                      spanGaps: true });
+    });
+    new Chart(canvas, {
+      type: "line",
+      data: { labels: depths.map(String), datasets },
+      options: {
+        maintainAspectRatio: false,
+        animation: false,
+        plugins: {
+          legend: { labels: { filter: (item) => !item.text.startsWith("band-") } },
+          tooltip: { filter: (item) => !item.dataset.label.startsWith("band-") },
+        },
+        scales: {
+          // Depths are powers of two, evenly spaced: a log2 axis.
+          x: { title: { display: true, text: "Queue depth (log₂ scale)" } },
+          y: { beginAtZero: true, title: { display: true, text: chart.axis } },
+        },
+      },
+    });
+  }
+
+  function drawGroup(group) {
+    const container = document.querySelector(`[data-group="${group.slug}"]`);
+    if (!container || container.dataset.drawn) return;
+    container.dataset.drawn = "1";
+    const tableId = group.slug + "-table";
+    (group.bars || []).forEach((chart) => barChart(container, chart, tableId));
+    (group.lines || []).forEach((chart) => lineChart(container, chart, tableId));
+  }
+
+  function charts() {
+    const source = document.getElementById("chart-data");
+    if (!source || typeof Chart === "undefined") return;
+    JSON.parse(source.textContent).forEach((group) => {
+      const container = document.querySelector(`[data-group="${group.slug}"]`);
+      if (!container) return;
+      const details = container.closest("details");
+      if (!details || details.open) drawGroup(group);
+      if (details) details.addEventListener("toggle", () => details.open && drawGroup(group));
     });
   }
 
@@ -127,7 +219,6 @@
     });
   }
 
-  bars();
-  sweeps();
+  charts();
   copyMarkdown();
 })();

@@ -50,29 +50,29 @@ def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
         api = json.load(r)
     shown = {
         row.get_attribute("data-run"): float(row.get_attribute("data-mean"))
-        for row in page.locator("#delta-table tbody tr").all()
+        for row in page.locator("table.delta tbody tr").all()
     }
     for entry in api["tests"][0]["metrics"][0]["runs"]:
         assert shown[str(entry["run"])] == entry["mean"]
     # Against unsafe everything differs; against none, most is noise.
     none_id = next(
         row.get_attribute("data-run")
-        for row in page.locator("#delta-table tbody tr").all()
+        for row in page.locator("table.delta tbody tr").all()
         if "cache=none" in row.inner_text()
     )
     page.click(f"a[href$='&ref={none_id}']")
     page.wait_for_selector("#charts canvas")
-    verdicts = page.inner_text("#delta-table")
+    verdicts = page.inner_text("main")
     assert "cannot tell" in verdicts and "faster by" in verdicts
     # Save, then open the link in a fresh context (no cookies, no history).
     page.click("#save-comparison")
     page.wait_for_url("**/c/*")
     link = page.url
-    before = page.inner_text("#delta-table")
+    before = page.locator("table.delta").all_inner_texts()
     other = browser.new_context().new_page()
     other.goto(link)
     other.wait_for_selector("#charts canvas")
-    assert other.inner_text("#delta-table") == before
+    assert other.locator("table.delta").all_inner_texts() == before
     assert other.locator("#charts canvas").first.evaluate(PAINTED) > 1000
     screenshot(other, "shared")
 

@@ -2,6 +2,11 @@
 
 Values are stored in bytes/s, ns and IOPS; the pages show MB/s (10^6 bytes),
 µs or ms, and IOPS with three significant figures, and always say which.
+
+``METRICS`` is the one place that turns the agent's metric keys
+(``parsers.common.METRIC_KEYS``: ``bw_bytes``, ``clat_p99_ns``…) into words,
+the unit shown and whether more is better; templates use ``metric_name``,
+charts ``metric_axis``.
 """
 
 from __future__ import annotations
@@ -9,6 +14,47 @@ from __future__ import annotations
 from django import template
 
 register = template.Library()
+
+# key -> (words, unit shown, divisor from the stored unit, higher is better)
+METRICS = {
+    "iops": ("Operations per second", "IOPS", 1.0, True),
+    "bw_bytes": ("Bandwidth", "MB/s", 1e6, True),
+    "io_bytes": ("Data transferred", "MiB", 2**20, None),
+    "runtime_s": ("Time taken", "s", 1.0, False),
+    "lat_mean_ns": ("Mean latency", "µs", 1e3, False),
+    "clat_mean_ns": ("Mean completion latency", "µs", 1e3, False),
+    "clat_p50_ns": ("Median completion latency", "µs", 1e3, False),
+    "clat_p99_ns": ("99th percentile completion latency", "µs", 1e3, False),
+    "clat_p99_9_ns": ("99.9th percentile completion latency", "µs", 1e3, False),
+    "lat_min_ns": ("Lowest latency", "µs", 1e3, False),
+    "lat_max_ns": ("Highest latency", "µs", 1e3, False),
+    "lat_stdev_ns": ("Latency standard deviation", "µs", 1e3, None),
+}
+
+
+def metric_words(key: str | None) -> str:
+    """ "Mean latency" for lat_mean_ns; the key itself if it is not known."""
+    if not key:
+        return "—"
+    return METRICS.get(key, (key,))[0]
+
+
+def metric_unit(key: str | None) -> str:
+    return METRICS[key][1] if key in METRICS else ""
+
+
+def metric_scale(key: str | None) -> float:
+    """Divisor from the stored unit to the shown one."""
+    return METRICS[key][2] if key in METRICS else 1.0
+
+
+def metric_axis(key: str | None) -> str:
+    """Axis title: words, unit and which way is better."""
+    if key not in METRICS:
+        return key or ""
+    words, unit, _scale, better = METRICS[key]
+    way = {True: ", higher is better", False: ", lower is better"}.get(better, "")
+    return f"{words}, {unit}{way}"
 
 
 def human(value, metric: str) -> str:
@@ -35,6 +81,11 @@ def metric(value, name: str) -> str:
 
 
 @register.filter
+def metric_name(key) -> str:
+    return metric_words(key)
+
+
+@register.filter
 def pct(value) -> str:
     if value is None:
         return "—"
@@ -54,3 +105,40 @@ def get_metric(measurement, name: str) -> str:
     if not name:
         return "—"
     return human(getattr(measurement, name, None), name)
+
+
+@register.simple_tag(takes_context=True)
+def sort_link(context, field: str) -> str:
+    """The query string that sorts by ``field``: ascending first, then the
+    other way when it is already the sort; other parameters kept, the page
+    and the old ordering replaced (never appended)."""
+    request = context["request"]
+    query = request.GET.copy()
+    current = query.get("ordering", "")
+    query.pop("page", None)
+    query["ordering"] = f"-{field}" if current == field else field
+    return "?" + query.urlencode()
+
+
+@register.simple_tag(takes_context=True)
+def sort_state(context, field: str) -> str:
+    """ "ascending", "descending" or "none", for aria-sort and the arrow."""
+    current = context["request"].GET.get("ordering", "")
+    if current == field:
+        return "ascending"
+    if current == f"-{field}":
+        return "descending"
+    return "none"
+
+
+@register.simple_tag(takes_context=True)
+def without(context, name: str, value: str = "") -> str:
+    """The current query string with one filter value removed (a chip's ×)."""
+    query = context["request"].GET.copy()
+    query.pop("page", None)
+    values = [v for v in query.getlist(name) if value and v != value]
+    if values:
+        query.setlist(name, values)
+    else:
+        query.pop(name, None)
+    return "?" + query.urlencode()

@@ -1,0 +1,437 @@
+"""Presentation: what the pages show, built from the read path's data.
+
+Plain functions, no queries: they take runs and comparison dicts (from
+``results.compare``) and return what templates and charts need: which
+settings differ between runs (and label the runs by them), and the charts of
+a comparison grouped as the suite groups its tests, with each bar's interval
+and its verdict against the reference.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from benchdb.web.templatetags.benchdb_format import (
+    metric_axis,
+    metric_scale,
+    metric_unit,
+    metric_words,
+)
+from benchdb_agent import suite as agent_suite
+
+# What describes a run's environment, in reading order: (label, getter).
+ATTRIBUTES = [
+    ("Role", lambda r: r.get_role_display()),
+    ("Platform", lambda r: r.get_platform_display()),
+    ("Hypervisor version", lambda r: r.hypervisor_version),
+    ("Cache mode", lambda r: r.get_cache_mode_display()),
+    ("AIO", lambda r: r.get_aio_mode_display()),
+    ("I/O thread", lambda r: {True: "yes", False: "no"}.get(r.iothread, "")),
+    ("Image format", lambda r: r.get_image_format_display()),
+    ("Storage", lambda r: r.get_storage_backend_display()),
+    ("Bus", lambda r: r.get_disk_bus_display()),
+    ("Guest filesystem", lambda r: r.guest_filesystem),
+    ("Host filesystem", lambda r: r.host_filesystem),
+    ("Disk", lambda r: str(r.hardware.disk_model or "") if r.hardware else ""),
+    ("Disk type", lambda r: r.hardware.get_disk_type_display() if r.hardware else ""),
+    ("RAID", lambda r: r.hardware.get_raid_level_display() if r.hardware else ""),
+    ("CPU", lambda r: str(r.hardware.cpu_model or "") if r.hardware else ""),
+    ("OS", lambda r: r.os_name),
+    ("Kernel", lambda r: r.kernel),
+    ("Suite", lambda r: f"{r.suite_id} {r.suite_version} {r.profile}".strip()),
+    ("Agent", lambda r: r.agent_version),
+    ("Source", lambda r: r.get_source_display()),
+]
+# Short forms for chart labels (the table says the long ones).
+SHORT = {
+    "Role": lambda r: r.role,
+    "Cache mode": lambda r: f"cache={r.cache_mode}",
+    "AIO": lambda r: f"aio={r.aio_mode}",
+    "Image format": lambda r: r.image_format,
+    "Storage": lambda r: r.storage_backend,
+    "Bus": lambda r: r.disk_bus,
+}
+LABEL_PARTS = 3
+# What names a run best in a chart legend, first.
+LABEL_PRIORITY = {
+    label: i
+    for i, label in enumerate(
+        [
+            "Cache mode",
+            "Storage",
+            "Image format",
+            "Bus",
+            "AIO",
+            "I/O thread",
+            "Role",
+            "Platform",
+            "Disk",
+            "Disk type",
+            "RAID",
+            "Guest filesystem",
+            "Host filesystem",
+        ]
+    )
+}
+COLUMN_TAGS = {
+    "role",
+    "platform",
+    "virtualization",
+    "cache_mode",
+    "aio_mode",
+    "iothread",
+    "image_format",
+    "storage_backend",
+    "disk_bus",
+    "disk_type",
+    "disk_count",
+    "raid_level",
+    "controller_cache",
+    "controller_battery",
+    "guest_filesystem",
+    "host_filesystem",
+}
+
+
+def differences(runs: list) -> dict:
+    """Which settings and tags differ between the runs and which are shared.
+
+    ``differ``: [{"label", "values": [per run]}]; ``same``: [{"label",
+    "value"}] (unknown/empty values left out of ``same``); ``labels``: run
+    pk -> "#id" plus what tells it apart.
+    """
+    differ, same = [], []
+    rows = [(label, [get(r) or "" for r in runs]) for label, get in ATTRIBUTES]
+    # Tags that only repeat a column (cache_mode=none) add nothing.
+    tag_keys = sorted({k for r in runs for k in (r.tags or {})} - COLUMN_TAGS)
+    for key in tag_keys:
+        rows.append((f"tag {key}", [str((r.tags or {}).get(key, "")) for r in runs]))
+    short_parts = defaultdict(list)
+    for label, values in sorted(
+        rows, key=lambda row: LABEL_PRIORITY.get(row[0], len(LABEL_PRIORITY))
+    ):
+        if len(set(values)) > 1:
+            for run, value in zip(runs, values, strict=True):
+                text = SHORT[label](run) if label in SHORT else value
+                short_parts[run.pk].append(text or f"no {label.lower()}")
+    for label, values in rows:
+        if len(set(values)) > 1:
+            differ.append({"label": label, "values": values})
+        elif values and values[0] and values[0].lower() not in ("unknown", "—"):
+            same.append({"label": label, "value": values[0]})
+    labels = {}
+    for run in runs:
+        parts = short_parts.get(run.pk, [])[:LABEL_PARTS]
+        parts = [p[:40] for p in parts]
+        labels[run.pk] = f"#{run.pk} " + (" · ".join(parts) if parts else str(run))
+    if len(set(labels.values())) < len(labels):  # differ only beyond the parts
+        labels = {r.pk: f"#{r.pk} {r}" for r in runs}
+    return {"differ": differ, "same": same, "labels": labels}
+
+
+GROUP_TITLES = {
+    "fio-seq": "Sequential transfers",
+    "fio-random": "Random 4 KiB I/O",
+    "ioping": "Latency (ioping)",
+    "dd": "dd",
+    "fio-fsync": "Writes with fsync",
+    "fio-numjobs": "Parallel jobs",
+    "fio-iodepth-sweep": "Queue-depth sweep",
+}
+GROUP_ORDER = list(GROUP_TITLES)
+
+
+def mark(entry: dict, is_reference: bool) -> str:
+    """A bar's significance against the reference, in one or two characters
+    plus a word: ▲ better, ▼ worse, = same, ? cannot tell."""
+    if is_reference:
+        return "reference"
+    verdict = entry.get("verdict")
+    better = entry.get("better")
+    if verdict in ("faster", "better") or (verdict == "significant" and better):
+        return "▲ better"
+    if verdict in ("slower", "worse") or (verdict == "significant" and better is False):
+        return "▼ worse"
+    if verdict == "equivalent":
+        return "= same"
+    if verdict in ("within noise",):
+        return "≈ within noise"
+    if verdict:
+        return "? cannot tell"
+    return ""
+
+
+def _interval(entry: dict) -> tuple:
+    low, high = entry.get("ci95_low"), entry.get("ci95_high")
+    if low is None or high is None:
+        return None, None
+    return max(low, 0.0), max(high, 0.0)  # a rate or a time is never negative
+
+
+def _depth(test_id: str) -> int | None:
+    try:
+        return int(agent_suite.get_test(test_id).get("iodepth"))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _family(test: dict) -> str:
+    """ "Random read 4 KiB" for "Random read 4 KiB Q16T1"."""
+    title = test["title"]
+    head, _, tail = title.rpartition(" Q")
+    return head if head and tail[:1].isdigit() else test["test_id"].split("-q")[0]
+
+
+def chart_groups(data: dict, labels: dict) -> list[dict]:
+    """The comparison's tests as groups of charts.
+
+    Each group: title, the tests' rows (for its table) and charts.  A chart
+    is one figure (metric) over the group's tests: horizontal bars, one
+    category per test (full title), one dataset per run labelled by what
+    differs, each bar with its interval (never below zero) and its mark
+    against the reference.  The queue-depth sweep becomes line charts
+    (IOPS and latency against depth, numeric order, interval bands).
+    """
+    reference = data["reference"]
+    run_ids = [r["id"] for r in data["runs"]]
+    by_group = defaultdict(list)
+    for test in data["tests"]:
+        by_group[test["group"] or "other"].append(test)
+    groups = []
+    order = sorted(
+        by_group,
+        key=lambda g: (GROUP_ORDER.index(g) if g in GROUP_ORDER else 99, g),
+    )
+    for name in order:
+        tests = by_group[name]
+        rows = []
+        for test in tests:
+            for m in test["metrics"]:
+                for e in m["runs"]:
+                    rows.append(
+                        {
+                            "test": test,
+                            "metric": m,
+                            "entry": e,
+                            "label": labels[e["run"]],
+                            "mark": mark(e, e["run"] == reference),
+                        }
+                    )
+        group = {
+            "name": name,
+            "slug": f"group-{name}",
+            "title": GROUP_TITLES.get(name, name),
+            "count": len(tests),
+            "rows": rows,
+            "bars": [],
+            "lines": [],
+        }
+        if name == "fio-iodepth-sweep":
+            group["lines"] = _sweep_charts(tests, labels, run_ids)
+        else:
+            group["bars"] = _bar_charts(tests, labels, run_ids, reference)
+        groups.append(group)
+    return groups
+
+
+def _chosen(test: dict) -> dict | None:
+    metrics = {m["metric"]: m for m in test["metrics"]}
+    return metrics.get(test["main_metric"]) or (
+        test["metrics"][0] if test["metrics"] else None
+    )
+
+
+def _bar_charts(tests, labels, run_ids, reference) -> list[dict]:
+    by_metric = defaultdict(list)
+    for test in tests:
+        chosen = _chosen(test)
+        if chosen is not None:
+            by_metric[chosen["metric"]].append((test, chosen))
+    charts = []
+    for metric, pairs in by_metric.items():
+        scale = metric_scale(metric)
+        datasets = []
+        for rid in run_ids:
+            values, lows, highs, marks = [], [], [], []
+            for _test, m in pairs:
+                e = next((e for e in m["runs"] if e["run"] == rid), {})
+                mean = e.get("mean")
+                low, high = _interval(e)
+                values.append(None if mean is None else mean / scale)
+                lows.append(None if low is None else low / scale)
+                highs.append(None if high is None else high / scale)
+                marks.append(mark(e, rid == reference) if e else "")
+            datasets.append(
+                {
+                    "label": labels[rid],
+                    "values": values,
+                    "low": lows,
+                    "high": highs,
+                    "marks": marks,
+                }
+            )
+        charts.append(
+            {
+                "title": metric_words(metric),
+                "axis": metric_axis(metric),
+                "unit": metric_unit(metric),
+                "categories": [t["title"] for t, _m in pairs],
+                "datasets": datasets,
+            }
+        )
+    return charts
+
+
+def _sweep_charts(tests, labels, run_ids) -> list[dict]:
+    """fio-plot's view of a queue-depth sweep: per family (random read 4 KiB,
+    sequential read 256 KiB), the main figure and the mean latency against
+    depth, log2 axis, one line per run with its 95% band."""
+    families = defaultdict(list)
+    for test in tests:
+        depth = _depth(test["test_id"])
+        if depth is not None:
+            families[_family(test)].append((depth, test))
+    charts = []
+    for family, items in families.items():
+        items.sort(key=lambda item: item[0])  # numerically: 1, 2, 4 … 128
+        metrics = [_chosen(items[0][1]) and _chosen(items[0][1])["metric"]]
+        metrics += ["lat_mean_ns"] if metrics[0] != "lat_mean_ns" else []
+        for metric in [m for m in metrics if m]:
+            scale = metric_scale(metric)
+            series = []
+            for rid in run_ids:
+                points = []
+                for depth, test in items:
+                    m = next(
+                        (m for m in test["metrics"] if m["metric"] == metric), None
+                    )
+                    e = m and next((e for e in m["runs"] if e["run"] == rid), None)
+                    if not e or e.get("mean") is None:
+                        continue
+                    low, high = _interval(e)
+                    points.append(
+                        {
+                            "x": depth,
+                            "y": e["mean"] / scale,
+                            "low": None if low is None else low / scale,
+                            "high": None if high is None else high / scale,
+                        }
+                    )
+                if points:
+                    series.append({"label": labels[rid], "points": points})
+            if series:
+                charts.append(
+                    {
+                        "title": f"{family}: {metric_words(metric)} by queue depth",
+                        "axis": metric_axis(metric),
+                        "series": series,
+                    }
+                )
+    return charts
+
+
+def main_summary(result, metric: str | None) -> dict:
+    """A stored result's summary (mean, interval, n) of one figure, main
+    direction; {} when it has none."""
+    if result is None or not metric:
+        return {}
+    stats = result.stats or {}
+    direction = stats.get("main_direction")
+    return ((stats.get("directions") or {}).get(direction) or {}).get(metric) or {}
+
+
+def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:
+    """A run page's results as the suite's groups: per group its rows and one
+    horizontal bar chart per figure (a category per test, full titles), the
+    run's bars and, beside them, its host baseline's where there is one."""
+    by_group = defaultdict(list)
+    for row in rows:
+        by_group[row["result"].group or "other"].append(row)
+    order = sorted(
+        by_group,
+        key=lambda g: (GROUP_ORDER.index(g) if g in GROUP_ORDER else 99, g),
+    )
+    groups = []
+    for name in order:
+        members = by_group[name]
+        by_metric = defaultdict(list)
+        for row in members:
+            if row["metric"] and row["summary"].get("mean") is not None:
+                by_metric[row["metric"]].append(row)
+        charts = []
+        for metric, chart_rows in by_metric.items():
+            scale = metric_scale(metric)
+            datasets = [("summary", f"#{run.pk} this run")]
+            if baseline is not None and any(r["host_summary"] for r in chart_rows):
+                datasets.append(("host_summary", f"#{baseline.pk} host baseline"))
+            charts.append(
+                {
+                    "title": metric_words(metric),
+                    "axis": metric_axis(metric),
+                    "unit": metric_unit(metric),
+                    "categories": [
+                        r["result"].title or r["result"].test_id for r in chart_rows
+                    ],
+                    "datasets": [
+                        _run_dataset(label, [r[key] for r in chart_rows], scale)
+                        for key, label in datasets
+                    ],
+                }
+            )
+        groups.append(
+            {
+                "name": name,
+                "slug": f"group-{name}",
+                "title": GROUP_TITLES.get(name, name),
+                "count": len(members),
+                "rows": members,
+                "bars": charts,
+            }
+        )
+    return groups
+
+
+def _run_dataset(label: str, summaries: list[dict], scale: float) -> dict:
+    values, lows, highs = [], [], []
+    for summary in summaries:
+        mean = summary.get("mean")
+        low, high = _interval(summary)
+        values.append(None if mean is None else mean / scale)
+        lows.append(None if low is None else low / scale)
+        highs.append(None if high is None else high / scale)
+    return {
+        "label": label,
+        "values": values,
+        "low": lows,
+        "high": highs,
+        "marks": ["" for _ in summaries],
+    }
+
+
+# The two figures people quote first (KDiskMark's RND4K Q32T1 and SEQ1M Q8T1).
+HEADLINES = [
+    ("fio-rand-read-4k-q32t1", "iops", "4K random read"),
+    ("fio-seq-read-1m-q8t1", "bw_bytes", "1M sequential read"),
+    ("fio-rand-write-4k-q32t1", "iops", "4K random write"),
+    ("fio-seq-write-1m-q8t1", "bw_bytes", "1M sequential write"),
+]
+
+
+def headlines(rows: list[dict]) -> list[dict]:
+    """The headline figures of a run page, with the overhead where paired."""
+    by_test = {row["result"].test_id: row for row in rows}
+    out = []
+    for test_id, metric, label in HEADLINES:
+        row = by_test.get(test_id)
+        if row is None or row["metric"] != metric:
+            continue
+        out.append(
+            {
+                "label": label,
+                "metric": metric,
+                "mean": row["summary"].get("mean"),
+                "n": row["summary"].get("n"),
+                "overhead": row["overhead"],
+            }
+        )
+    return out
