@@ -39,8 +39,8 @@ def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
     for i in range(5):
         boxes.nth(i).check()
     page.click("#compare-button")
-    page.wait_for_selector("#charts canvas")
-    canvases = page.locator("#charts canvas")
+    page.wait_for_selector(".charts canvas")
+    canvases = page.locator(".charts canvas")
     assert canvases.count() >= 1
     assert canvases.first.evaluate(PAINTED) > 1000
     screenshot(page, "compare")
@@ -61,7 +61,7 @@ def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
         if "cache=none" in row.inner_text()
     )
     page.click(f"a[href$='&ref={none_id}']")
-    page.wait_for_selector("#charts canvas")
+    page.wait_for_selector(".charts canvas")
     verdicts = page.inner_text("main")
     assert "cannot tell" in verdicts and "faster by" in verdicts
     # Save, then open the link in a fresh context (no cookies, no history).
@@ -71,9 +71,9 @@ def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
     before = page.locator("table.delta").all_inner_texts()
     other = browser.new_context().new_page()
     other.goto(link)
-    other.wait_for_selector("#charts canvas")
+    other.wait_for_selector(".charts canvas")
     assert other.locator("table.delta").all_inner_texts() == before
-    assert other.locator("#charts canvas").first.evaluate(PAINTED) > 1000
+    assert other.locator(".charts canvas").first.evaluate(PAINTED) > 1000
     screenshot(other, "shared")
 
 
@@ -81,15 +81,15 @@ def test_cache_mode_report_and_run_page(live_server, browser, screenshot):
     call_command("load_reference")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(live_server.url + "/reports/cache-modes/")
-    page.wait_for_selector("#charts canvas")
+    page.wait_for_selector(".charts canvas")
     text = page.inner_text("main")
     for mode in ("none", "writethrough", "writeback", "directsync", "unsafe"):
         assert f"cache={mode}" in text
-    assert page.locator("#charts canvas").first.evaluate(PAINTED) > 1000
+    assert page.locator(".charts canvas").first.evaluate(PAINTED) > 1000
     screenshot(page, "cache-modes")
-    page.click("ol.compared a:has-text('cache=unsafe')")
+    page.click("#differences a:has-text('cache=unsafe')")
     page.wait_for_url("**/runs/*/")
-    page.wait_for_selector("#charts canvas")
+    page.wait_for_selector(".charts canvas")
     main = page.inner_text("main")
     assert "Provenance" in main and "1,144.4 MB/s" in main
     assert "922.0 MB/s" in main  # a repeat as printed
