@@ -9,7 +9,8 @@
     benchdb-agent vm --qemu-pid PID --disk ID ...  a VM's disk and its host, paired
 
 Exit codes: 0 success, 1 the run or upload failed, 2 bad usage or input,
-3 refused for safety.
+3 refused for safety, 4 partial run (bundle kept, marked partial), 5 bundle
+spooled for a later `upload --pending`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 from . import (
@@ -35,7 +37,16 @@ from . import (
 from . import upload as upload_mod
 from . import vm as vm_mod
 
-EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
+EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_PARTIAL, EXIT_SPOOLED = 1, 2, 3, 4, 5
+EXIT_CODES = """exit codes:
+  0  success: every test ran (and every upload was ingested or accepted)
+  1  the run failed before measuring, or an upload was refused or failed
+  2  bad usage or input (nothing was measured)
+  3  refused for safety (a device that holds data or is in use)
+  4  partial run: stopped by a signal or some tests failed; the partial
+     bundle was written, marked partial, with what ran and why it stopped
+  5  not sent yet: the server was busy or unreachable; the bundle is in the
+     spool folder, resend it with `benchdb-agent upload --pending`"""
 
 
 def die(message: str, code: int = EXIT_USAGE) -> None:
@@ -194,12 +205,48 @@ def cmd_import(args) -> int:
     return _emit(doc, args)
 
 
+def _check_writable(path: str, what: str) -> None:
+    """Refuse before measuring if a bundle could not be written there."""
+    p = Path(path)
+    if p.is_dir():
+        die(f"{what} {path} is a directory; name a file", EXIT_USAGE)
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        die(f"{what} {path}: the folder {parent} does not exist", EXIT_USAGE)
+    probe = parent / f".benchdb-write-test-{os.getpid()}"
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        die(f"{what} {path}: cannot write in {parent}: {exc.strerror}", EXIT_USAGE)
+
+
+def _check_outputs(args) -> None:
+    """--out, the current folder (the default bundle file) and the spool
+    folder are checked before anything is measured."""
+    if args.out:
+        _check_writable(args.out, "--out")
+    elif args.upload or not args.json:
+        _check_writable("benchdb-bundle.json", "the bundle file in the current folder")
+    if args.upload:
+        try:
+            spool = upload_mod.spool_dir(args.spool_dir)
+        except OSError as exc:
+            die(f"--spool-dir: cannot create it: {exc}", EXIT_USAGE)
+        _check_writable(str(spool / "probe.json"), "the spool folder")
+
+
 def cmd_run(args) -> int:
     tags = parse_tags(args.tag)
     if args.pair is not None and not bundle.PAIR_RE.match(args.pair):
         die("--pair: 1-64 characters of A-Z a-z 0-9 . _ -")
     if not args.target and not args.device:
         die("name what to test: --target DIR (or --device DEV)")
+    try:
+        size = runner.parse_size(args.size) if args.size else None
+    except ValueError as exc:
+        die(f"--size: {exc}")
+    _check_outputs(args)
     claim = None
     if args.device:
         try:
@@ -208,18 +255,13 @@ def cmd_run(args) -> int:
         except safety.SafetyError as exc:
             die(str(exc), EXIT_REFUSED)
     try:
-        return _run(args, tags)
+        return _run(args, tags, size)
     finally:
         if claim is not None:
             claim.close()
 
 
-def _run(args, tags) -> int:
-
-    try:
-        size = runner.parse_size(args.size) if args.size else None
-    except ValueError as exc:
-        die(f"--size: {exc}")
+def _run(args, tags, size) -> int:
     try:
         doc = runner.run_suite(
             args.target,
@@ -236,16 +278,24 @@ def _run(args, tags) -> int:
             include_identifiers=args.include_identifiers,
             ioping_count=args.ioping_count,
             device=args.device,
+            precondition=not args.no_precondition,
         )
     except safety.SafetyError as exc:
         die(str(exc), EXIT_REFUSED)
     except (runner.RunError, OSError) as exc:
         die(str(exc), EXIT_FAILED)
-    except KeyboardInterrupt:
-        die("interrupted; test files removed", EXIT_FAILED)
-    for w in doc["warnings"]:
-        log(f"warning: {w['message']}")
-    return _emit(doc, args)
+    except (runner.Stopped, KeyboardInterrupt) as exc:
+        reason = getattr(exc, "reason", "SIGINT (Ctrl-C)")
+        die(
+            f"stopped by {reason} before the first test: nothing was measured; "
+            "test files removed",
+            EXIT_PARTIAL,
+        )
+    sys.stderr.write("\n" + runner.summary_table(doc) + "\n\n")
+    code = _emit(doc, args)
+    if doc.get("partial") and code == 0:
+        code = EXIT_PARTIAL
+    return code
 
 
 def _emit(doc: dict, args) -> int:
@@ -255,41 +305,64 @@ def _emit(doc: dict, args) -> int:
             log(f"bundle invalid at {pointer}: {message}")
         return EXIT_FAILED
     text = bundle.dump(doc)
-    if args.out:
-        tmp = args.out + ".tmp"
+    path = args.out
+    if not path and (args.upload or not args.json):
+        path = f"benchdb-{doc['bundle_id']}.json"
+    if path:
+        # Written before any upload, atomically, whatever the upload does.
+        tmp = path + ".tmp"
         Path(tmp).write_text(text)
-        os.replace(tmp, args.out)
-        log(f"bundle written to {args.out}")
+        os.replace(tmp, path)
+        state = " (PARTIAL: " + str(doc.get("stop_reason")) + ")"
+        log(f"bundle written to {path}" + (state if doc.get("partial") else ""))
     if args.json:
         print(text)
     code = 0
     for server in args.upload or []:
-        code = max(code, _upload_one(text.encode(), doc["bundle_id"], server, args))
-    if not args.out and not args.json and not args.upload:
-        path = f"benchdb-{doc['bundle_id']}.json"
-        Path(path).write_text(text)
-        log(f"bundle written to {path}")
+        rc = _upload_one(text.encode(), doc["bundle_id"], server, args, kept=path)
+        code = max(code, rc)
     return code
 
 
-def _upload_one(body: bytes, bundle_id: str, server: str, args) -> int:
+def _upload_one(body: bytes, bundle_id: str, server: str, args, kept=None) -> int:
     try:
         answer = upload_mod.send(server, body, args.token, log=log)
     except upload_mod.UploadError as exc:
+        where = f"; the bundle stays in {kept}" if kept else ""
         if exc.final:
-            log(f"the server refused the bundle: {exc}")
+            log(f"the server refused the bundle: {exc}{where}")
             return EXIT_FAILED
         path = upload_mod.spool(
             body, bundle_id, server, upload_mod.spool_dir(args.spool_dir)
         )
-        log(f"could not send ({exc}); kept in {path}, resend with `upload --pending`")
-        return EXIT_FAILED
-    log(f"sent to {server}: {json.dumps(answer)}")
+        log(
+            f"could not send ({exc}); spooled in {path}: resend with "
+            f"`benchdb-agent upload --pending`{where}"
+        )
+        return EXIT_SPOOLED
     if answer.get("owner_key"):
         log(
             "keep this owner key to claim, edit or delete the run later: "
             + answer["owner_key"]
         )
+    status_url = answer.get("status_url")
+    if not status_url:
+        log(f"sent to {server}, but its answer has no status URL: {answer}")
+        return 0
+    log(f"sent to {server}; following {status_url}")
+    wait = getattr(args, "wait", upload_mod.DEFAULT_WAIT)
+    final = upload_mod.follow(server, status_url, args.token, timeout=wait)
+    state = final.get("status")
+    if state == "done":
+        log(f"ingested: {upload_mod.run_page(server, final)}")
+        return 0
+    if state == "failed":
+        log(f"the server could not ingest the bundle: {final.get('errors')}")
+        return EXIT_FAILED
+    log(
+        f"not ingested yet after {wait:.0f} s (status {state or 'unknown'}); "
+        f"follow {upload_mod.absolute(server, status_url)}"
+    )
     return 0
 
 
@@ -323,7 +396,7 @@ def cmd_upload(args) -> int:
             continue
         body = path.read_bytes()
         for server in servers:
-            rc = _upload_one(body, doc["bundle_id"], server, args)
+            rc = _upload_one(body, doc["bundle_id"], server, args, kept=str(path))
             code = max(code, rc)
             if rc == 0 and path.parent == spool:
                 path.unlink()
@@ -360,6 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="benchdb-agent",
         description="Run the standard VM disk benchmark suite (fio, ioping, dd) "
         "in a guest or on its host, and share comparable results.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--version", action="version", version=f"benchdb-agent {__version__}"
@@ -392,6 +467,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="API token (or BENCHDB_TOKEN)",
         )
         sp.add_argument("--spool-dir", help="where unsent bundles wait")
+        sp.add_argument(
+            "--wait",
+            type=float,
+            default=upload_mod.DEFAULT_WAIT,
+            metavar="SECONDS",
+            help="after an upload, follow its status this long for the run's "
+            f"address (default {upload_mod.DEFAULT_WAIT:.0f})",
+        )
 
     d = sub.add_parser("detect", help="print what the agent can see, as JSON")
     d.add_argument("--target", help="directory whose disk to describe")
@@ -435,7 +518,15 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--format", choices=["json", "tags"], default="json")
     h.set_defaults(func=cmd_host_config)
 
-    r = sub.add_parser("run", help="run a profile of the suite")
+    r = sub.add_parser(
+        "run",
+        help="run a profile of the suite",
+        description="Run a profile of the suite on a test file in --target (or a "
+        "blank --device) and write one bundle; at the end a table of what was "
+        "measured is printed on standard error.",
+        epilog=profiles_help() + "\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r.add_argument("--target", help="directory on the disk to test")
     r.add_argument("--profile", choices=suite.PROFILES, default="quick")
     r.add_argument("--role", choices=vocab.values(vocab.ROLE), default="guest")
@@ -454,7 +545,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure a target without O_DIRECT (figures marked buffered)",
     )
     r.add_argument("--device", help="a block device (refused unless blank)")
-    r.add_argument("--device-write-destroys-data", action="store_true")
+    r.add_argument(
+        "--device-write-destroys-data",
+        action="store_true",
+        help="allow writing to --device (still refused if it holds anything)",
+    )
+    r.add_argument(
+        "--no-precondition",
+        action="store_true",
+        help="with --device: skip the sequential write of the measured range "
+        "before the tests (recorded in the bundle and warned about)",
+    )
     r.add_argument(
         "--include-identifiers",
         action="store_true",
@@ -543,8 +644,42 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--pending", action="store_true")
     u.add_argument("--token", default=os.environ.get("BENCHDB_TOKEN"))
     u.add_argument("--spool-dir")
+    u.add_argument(
+        "--wait",
+        type=float,
+        default=upload_mod.DEFAULT_WAIT,
+        metavar="SECONDS",
+        help="follow each upload's status this long for the run's address",
+    )
     u.set_defaults(func=cmd_upload)
     return p
+
+
+def profiles_help() -> str:
+    lines = ["profiles:"]
+    for name in suite.PROFILES:
+        d = suite.PROFILE_DEFAULTS[name]
+        minutes = suite.estimate_seconds(name) / 60
+        size = "1 GiB" if d.get("size") == 2**30 else "twice the RAM, 1-16 GiB"
+        if d.get("size") and d["size"] != 2**30:
+            size = f"{d['size'] // 2**20} MiB"
+        lines.append(
+            f"  {name:9s} about {minutes:.0f} min (more if the spread is wide); "
+            f"disk: a {size} test file plus up to 1 GiB for dd"
+        )
+        lines += textwrap.wrap(
+            d["summary"],
+            width=76,
+            initial_indent="  " + " " * 10,
+            subsequent_indent="  " + " " * 10,
+        )
+        lines += textwrap.wrap(
+            "file size: " + d["size_choice"],
+            width=76,
+            initial_indent="  " + " " * 10,
+            subsequent_indent="  " + " " * 10,
+        )
+    return "\n".join(lines)
 
 
 def _positive(text: str) -> int:

@@ -15,8 +15,11 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 from . import bundle as bundle_mod
@@ -139,7 +142,7 @@ def ioping_command(test: dict, path: str, count: int) -> list:
     return cmd
 
 
-def dd_command(path: str, size: int) -> list:
+def dd_command(path: str, size: int, conv: str = "fdatasync") -> list:
     count = max(1, size // MiB)
     return [
         "dd",
@@ -147,17 +150,80 @@ def dd_command(path: str, size: int) -> list:
         f"of={path}",
         "bs=1M",
         f"count={count}",
-        "conv=fdatasync",
+        f"conv={conv}",
     ]
 
 
+class Stopped(BaseException):
+    """The run was told to stop (SIGTERM, SIGHUP, SIGINT): finish nothing
+    more, keep what is done."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+SIGNAL_NAMES = {
+    signal.SIGTERM: "SIGTERM",
+    signal.SIGHUP: "SIGHUP",
+    signal.SIGINT: "SIGINT (Ctrl-C)",
+}
+
+
+def kill_group(proc, grace: float = 3.0) -> None:
+    """Stop a tool and everything it started (its own process group):
+    SIGTERM, then SIGKILL, and wait until the group is empty."""
+    pgid = proc.pid
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            break
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)
+
+
 def run_tool(cmd: list, timeout: float) -> str:
+    """Run a tool in its own process group (start_new_session) and return
+    what it printed (stderr for dd).  Whatever ends this call (a signal, an
+    exception, a timeout) stops the whole group before it returns."""
     env = dict(os.environ, LC_ALL="C", LANG="C")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RunError(
+                f"{cmd[0]} did not finish within {timeout:.0f} s and was stopped"
+            ) from None
+    finally:
+        kill_group(proc)
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        tail = (err or out).strip().splitlines()[-3:]
         raise RunError(f"{cmd[0]} failed (exit {proc.returncode}): {' / '.join(tail)}")
-    return proc.stderr if cmd[0] == "dd" else proc.stdout
+    return err if cmd[0] == "dd" else out
 
 
 def main_metric_values(records_per_repeat: list, metric: str, direction: str) -> list:
@@ -181,17 +247,20 @@ def coefficient_of_variation(values: list) -> float | None:
 
 
 class Cleanup:
-    """Remove the agent's files whatever happens, SIGTERM included."""
+    """Remove the agent's files whatever happens, and turn SIGTERM, SIGHUP
+    and SIGINT into ``Stopped`` so a run ends in order: the tool's process
+    group stopped, the test files removed, the finished tests kept."""
 
     def __init__(self):
         self.paths = []
         self.previous = {}
+        self.late = None
 
     def add(self, path: str) -> None:
         self.paths.append(path)
 
     def __enter__(self):
-        for sig in (signal.SIGTERM, signal.SIGHUP):
+        for sig in SIGNAL_NAMES:
             try:
                 self.previous[sig] = signal.signal(sig, self._raise)
             except (ValueError, OSError):  # not the main thread
@@ -200,9 +269,18 @@ class Cleanup:
 
     @staticmethod
     def _raise(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Stopped(SIGNAL_NAMES.get(signum, f"signal {signum}"))
 
-    def __exit__(self, *exc):
+    def _remember(self, signum, frame):
+        self.late = SIGNAL_NAMES.get(signum, f"signal {signum}")
+
+    def quiet(self) -> None:
+        """From now on a signal is noted, not raised: what is measured is
+        being put together and must not be lost."""
+        for sig in self.previous:
+            signal.signal(sig, self._remember)
+
+    def remove_files(self) -> None:
         for path in self.paths:
             try:
                 os.unlink(path)
@@ -210,12 +288,16 @@ class Cleanup:
                 pass
             except OSError as err:
                 sys.stderr.write(f"benchdb-agent: could not remove {path}: {err}\n")
+
+    def __exit__(self, *exc):
+        self.quiet()
+        self.remove_files()
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
         return False
 
 
-def _warnings_for(env: dict, tags: dict, size: int, direct: bool) -> list:
+def _warnings_for(env: dict, tags: dict, size: int, buffered: bool) -> list:
     out = []
 
     def add(code, *parts):
@@ -228,11 +310,13 @@ def _warnings_for(env: dict, tags: dict, size: int, direct: bool) -> list:
             f"the test file ({size // MiB} MiB) is smaller than twice ",
             f"the RAM ({mem // MiB} MiB): caches can hold it",
         )
-    if not direct:
+    if buffered:
         add(
             "buffered-io",
-            "the target does not support O_DIRECT: figures include the ",
-            "page cache and are not disk figures",
+            "the target is served from RAM or does not support O_DIRECT: the ",
+            "tests ran buffered (direct=0) and the figures include the page ",
+            "cache; they are not disk figures and are compared only with other ",
+            "buffered results",
         )
     mode = tags.get("cache_mode")
     if mode == "unsafe":
@@ -267,21 +351,189 @@ def _warnings_for(env: dict, tags: dict, size: int, direct: bool) -> list:
     return out
 
 
-def _steal_and_load() -> tuple:
-    steal = total = None
+def _cpu_times():
     try:
         with open("/proc/stat") as fh:
             fields = fh.readline().split()[1:]
         values = [int(v) for v in fields]
-        total = sum(values)
-        steal = values[7] if len(values) > 7 else 0
     except (OSError, ValueError):
-        pass
+        return None
+    return sum(values[:8]), (values[7] if len(values) > 7 else 0)
+
+
+def _loadavg():
     try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = None
-    return steal, total, load
+        with open("/proc/loadavg") as fh:
+            return float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class LoadSampler:
+    """Load average and CPU steal sampled through the run (every second)."""
+
+    def __init__(self, interval: float = 1.0):
+        self.interval = interval
+        self.loads = []
+        self.steal_peaks = []
+        self.start_times = _cpu_times()
+        self.end_times = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        last = _cpu_times()
+        while not self._stop.wait(self.interval):
+            load = _loadavg()
+            if load is not None:
+                self.loads.append(load)
+            now_t = _cpu_times()
+            if last and now_t and now_t[0] > last[0]:
+                self.steal_peaks.append((now_t[1] - last[1]) / (now_t[0] - last[0]))
+            last = now_t
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.end_times = _cpu_times()
+        load = _loadavg()
+        if load is not None:
+            self.loads.append(load)
+
+    def summary(self) -> dict:
+        out = {"samples": len(self.loads), "cpus": os.cpu_count()}
+        if self.loads:
+            out["loadavg_1m_max"] = max(self.loads)
+            out["loadavg_1m_mean"] = round(sum(self.loads) / len(self.loads), 2)
+        a, b = self.start_times, self.end_times
+        out["steal_share"] = (
+            round((b[1] - a[1]) / (b[0] - a[0]), 4) if a and b and b[0] > a[0] else None
+        )
+        out["steal_share_max_1s"] = (
+            round(max(self.steal_peaks), 4) if self.steal_peaks else None
+        )
+        return out
+
+
+# Thresholds past which the run gets a warning: steal (share of CPU time),
+# and the one-minute load average beyond the CPUs plus the agent's own tool.
+STEAL_WARN = 0.05
+LOAD_MARGIN = 1.0
+
+
+def _load_warnings(load: dict) -> list:
+    out = []
+    steal = load.get("steal_share")
+    if steal is not None and steal > STEAL_WARN:
+        out.append(
+            {
+                "code": "cpu-steal",
+                "message": f"{steal:.1%} of CPU time was stolen by the hypervisor "
+                "during the run: the host was busy, figures may be low and noisy",
+            }
+        )
+    peak, cpus = load.get("loadavg_1m_max"), load.get("cpus")
+    if peak is not None and cpus and peak > cpus + LOAD_MARGIN:
+        out.append(
+            {
+                "code": "high-load",
+                "message": f"the load average reached {peak:.2f} on {cpus} CPUs "
+                "during the run (the benchmark itself adds about 1): other work "
+                "competed with it, figures may be low and noisy",
+            }
+        )
+    return out
+
+
+def check_memory_target(path: str, is_block: bool, allow_buffered: bool) -> list:
+    """Why the target is served from RAM (empty: it is not); refuses unless
+    ``allow_buffered``."""
+    if is_block:
+        st = os.stat(path)
+        reasons = safety.block_memory_backing(
+            f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+        )
+    else:
+        reasons = safety.memory_backing(path)
+    if reasons and not allow_buffered:
+        raise RunError(
+            f"{'; '.join(reasons)}: the figures would be memory figures, not disk "
+            "figures. Choose a target on a disk (or --allow-buffered to record "
+            "them marked as buffered, compared only with other buffered results)"
+        )
+    return reasons
+
+
+def probe_dd(directory: str) -> tuple:
+    """(conv flag, None) for a dd that works here, or (None, why not).
+
+    GNU dd takes conv=fdatasync; busybox and BSD dd may not, and take
+    conv=fsync instead; a dd that prints no statistics line cannot be
+    measured at all.  Asked before the run, on a 1 MiB file."""
+    probe = os.path.join(directory, f".benchdb-ddprobe-{os.getpid()}")
+    problems = []
+    try:
+        for conv in ("fdatasync", "fsync"):
+            cmd = ["dd", "if=/dev/zero", f"of={probe}", "bs=1M", "count=1"]
+            try:
+                text = run_tool(cmd + [f"conv={conv}"], timeout=60)
+            except (RunError, OSError) as exc:
+                problems.append(f"conv={conv}: {exc}")
+                continue
+            try:
+                parsers.parse(text, "dd", direction="write")
+            except parsers.ParseError:
+                return None, (
+                    "it prints no statistics line (a busybox built without "
+                    "FEATURE_DD_THIRD_STATUS_LINE?), so there is nothing to measure"
+                )
+            return conv, None
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+    return None, "; ".join(problems)
+
+
+class Context:
+    """Where and how the tests run."""
+
+    def __init__(self, **kw):
+        self.path = None
+        self.dd_path = None
+        self.size = 0
+        self.runtime = 0
+        self.repeats = 0
+        self.max_repeats = 0
+        self.ioping_count = 0
+        self.buffered = False
+        self.dd_conv = "fdatasync"
+        self.unusable = {}
+        self.versions = {}
+        self.preconditioned = False
+        self.device = False
+        self.__dict__.update(kw)
+
+
+def plan_for(profile: str, runtime=None, repeats=None, max_repeats=None, size=None):
+    d = suite.PROFILE_DEFAULTS[profile]
+    repeats = repeats or d["repeats"]
+    return {
+        "profile": profile,
+        "runtime_s": runtime or d["runtime"],
+        "repeats": repeats,
+        "max_repeats": max(max_repeats or d.get("max_repeats") or repeats * 2, repeats),
+        "ioping_count": d["ioping_count"],
+        "size": size or d.get("size"),
+        "size_choice": None if size else d.get("size_choice"),
+        "warmup_runtime": min(d.get("warmup_runtime") or 10**9, runtime or 10**9)
+        if d.get("warmup_runtime")
+        else None,
+    }
 
 
 def run_suite(
@@ -301,11 +553,15 @@ def run_suite(
     ioping_count: int | None = None,
     progress_stream=None,
     device: str | None = None,
+    precondition: bool = True,
 ) -> dict:
-    """Run a profile against a target directory and return the bundle.
+    """Run a profile against a target directory (or a blank ``device``
+    already passed by safety.check_device) and return the bundle.
 
-    With ``device`` (already passed by safety.check_device), the tests run on
-    that blank block device instead of a file in ``target``.
+    The bundle comes back even when the run was stopped by a signal or some
+    tests failed: ``partial`` is then true, ``stop_reason`` says why, and
+    every test that did not run is in ``not_run`` with its error.  A
+    ``Stopped`` or ``RunError`` escapes only before the first measurement.
     """
     tags = dict(tags or {})
     tests = suite.tests_for(profile)
@@ -314,26 +570,76 @@ def run_suite(
         if unknown:
             raise RunError(f"not in the {profile} profile: {', '.join(unknown)}")
         tests = [t for t in tests if t["test_id"] in only]
-    defaults = suite.PROFILE_DEFAULTS[profile]
-    repeats = repeats or defaults["repeats"]
-    max_repeats = max_repeats or max(repeats * 2, 5)
-    runtime = runtime or defaults["runtime"]
-    ioping_count = ioping_count or defaults["ioping_count"]
-    if device:
-        plan = {
-            "profile": profile,
-            "role": role,
-            "pair_id": pair_id,
-            "tags": tags,
-            "repeats": repeats,
-            "max_repeats": max_repeats,
-            "runtime": runtime,
-            "size": size,
-            "include_identifiers": include_identifiers,
-            "ioping_count": ioping_count,
-            "progress_stream": progress_stream,
-        }
-        return _run_device(device, tests, plan)
+    plan = plan_for(profile, runtime, repeats, max_repeats, size)
+    if ioping_count:
+        plan["ioping_count"] = ioping_count
+    with Cleanup() as cleanup:
+        if device:
+            doc, ctx = _prepare_device(
+                device,
+                tests,
+                plan,
+                tags,
+                role,
+                pair_id,
+                include_identifiers,
+                allow_buffered,
+                precondition,
+            )
+        else:
+            doc, ctx = _prepare_target(
+                target,
+                tests,
+                plan,
+                tags,
+                role,
+                pair_id,
+                include_identifiers,
+                allow_buffered,
+                cleanup,
+            )
+        _measure(doc, tests, ctx, cleanup, progress_stream)
+    return doc
+
+
+def _new_doc(env, tags, role, pair_id, plan, ctx) -> dict:
+    doc = bundle_mod.new_bundle(
+        role=role,
+        profile=plan["profile"],
+        environment=env,
+        tags=tags,
+        pair_id=pair_id,
+    )
+    doc["warnings"] = _warnings_for(env, tags, ctx.size, ctx.buffered)
+    doc["environment"]["test_file_bytes"] = ctx.size
+    doc["partial"] = False
+    doc["stop_reason"] = None
+    doc["not_run"] = []
+    doc["buffered"] = ctx.buffered
+    doc["plan"] = {
+        "runtime_s": ctx.runtime,
+        "repeats": ctx.repeats,
+        "max_repeats": ctx.max_repeats,
+        "ioping_count": ctx.ioping_count,
+        "test_file_bytes": ctx.size,
+        "warmup_runtime_s": ctx.warmup_runtime or ctx.runtime,
+        "size_choice": plan.get("size_choice")
+        or "set with --size: the file is as large as asked",
+    }
+    return doc
+
+
+def _prepare_target(
+    target,
+    tests,
+    plan,
+    tags,
+    role,
+    pair_id,
+    include_identifiers,
+    allow_buffered,
+    cleanup,
+):
     if not target or not os.path.isdir(target):
         raise RunError(f"{target} is not a directory (use --device for a block device)")
     env = detect.detect(target, include_identifiers=include_identifiers)
@@ -342,59 +648,71 @@ def run_suite(
     if missing:
         hint = safety.install_hint(missing, env["os"].get("id"))
         raise RunError(f"missing {', '.join(missing)}: install with `{hint}`")
+    reasons = check_memory_target(target, False, allow_buffered)
     fs = (env.get("target") or {}).get("filesystem")
-    if fs in MEMORY_FILESYSTEMS and not allow_buffered:
-        raise RunError(
-            f"{target} is on {fs}, which lives in RAM: the figures would be memory "
-            "figures, not disk figures; choose a target on a disk filesystem"
-        )
-    direct = safety.supports_o_direct(target) and fs not in MEMORY_FILESYSTEMS
-    if not direct and not allow_buffered:
+    direct_ok = safety.supports_o_direct(target) and fs not in MEMORY_FILESYSTEMS
+    if not direct_ok and not allow_buffered:
         raise RunError(
             f"{target} ({fs}) does not support O_DIRECT, so the page cache would be "
-            "measured instead of the disk; choose a target on a disk filesystem "
-            "(or --allow-buffered to record buffered figures, marked as such)"
+            "measured instead of the disk: the figures would not be disk figures; "
+            "choose a target on a disk filesystem (or --allow-buffered to record "
+            "buffered figures, marked as such)"
         )
-    size = size or default_size(env.get("memory_bytes"))
+    if not direct_ok:
+        reasons = reasons + [f"{target} ({fs}) does not support O_DIRECT"]
+    size = plan["size"] or default_size(env.get("memory_bytes"))
+    ctx = _context(plan, size, buffered=bool(reasons))
+    ctx.memory_reasons = reasons
+    if any(t["tool"] == "dd" for t in tests):
+        _probe_dd_into(ctx, target)
     safety.check_free_space(
-        target, size + (min(size, GiB) if any(t["tool"] == "dd" for t in tests) else 0)
+        target, size + (min(size, GiB) if "dd" not in ctx.unusable else 0)
     )
-    doc = bundle_mod.new_bundle(
-        role=role, profile=profile, environment=env, tags=tags, pair_id=pair_id
-    )
-    doc["warnings"] = _warnings_for(env, tags, size, direct)
-    doc["environment"]["test_file_bytes"] = size
-    versions = {tool: tool_version(tool) for tool in needed}
-    path = os.path.join(target, f"benchdb-test.{os.getpid()}.bin")
-    dd_path = os.path.join(target, f"benchdb-dd.{os.getpid()}.bin")
-    progress = Progress(1 + len(tests) * (1 + repeats), progress_stream)
-    layout = [
+    ctx.versions = {tool: tool_version(tool) for tool in needed}
+    ctx.path = os.path.join(target, f"benchdb-test.{os.getpid()}.bin")
+    ctx.dd_path = os.path.join(target, f"benchdb-dd.{os.getpid()}.bin")
+    cleanup.add(ctx.path)
+    cleanup.add(ctx.dd_path)
+    ctx.precondition_cmd = [
         "fio",
         "--name=layout",
-        f"--filename={path}",
+        f"--filename={ctx.path}",
         f"--size={size}",
         "--rw=write",
         "--bs=1m",
-        "--direct=1" if direct else "--direct=0",
+        "--direct=0" if ctx.buffered else "--direct=1",
         "--ioengine=psync",
         "--output-format=json",
     ]
-    settings = (size, runtime, repeats, max_repeats, ioping_count, direct)
-    with Cleanup() as cleanup:
-        cleanup.add(path)
-        cleanup.add(dd_path)
-        progress.step(f"laying out the {size // MiB} MiB test file")
-        run_tool(layout, timeout=3600)
-        _run_all(doc, tests, path, dd_path, settings, versions, progress)
-    return doc
+    ctx.precondition_label = f"laying out the {size // MiB} MiB test file"
+    doc = _new_doc(env, tags, role, pair_id, plan, ctx)
+    doc["preconditioning"] = {
+        "done": False,
+        "method": "the whole test file written sequentially once (1 MiB blocks) "
+        "before the first test, so no test reads unwritten blocks",
+        "bytes": size,
+    }
+    _note_memory(doc, ctx)
+    return doc, ctx
 
 
-def _run_device(device: str, tests: list, plan: dict) -> dict:
-    """The suite on a blank block device: the tests write the device itself."""
+def _prepare_device(
+    device,
+    tests,
+    plan,
+    tags,
+    role,
+    pair_id,
+    include_identifiers,
+    allow_buffered,
+    precondition,
+):
     with open(device, "rb") as fh:
         device_bytes = fh.seek(0, os.SEEK_END)
     size = min(plan["size"] or device_bytes, device_bytes)
-    env = detect.detect(None, include_identifiers=plan["include_identifiers"])
+    is_block = stat.S_ISBLK(os.stat(device).st_mode)
+    reasons = check_memory_target(device, is_block, allow_buffered)
+    env = detect.detect(None, include_identifiers=include_identifiers)
     name = os.path.basename(os.path.realpath(device))
     env["target"] = {
         "path": device,
@@ -408,83 +726,243 @@ def _run_device(device: str, tests: list, plan: dict) -> dict:
             detect.Path("/"), f"/sys/block/{name}/queue/write_cache"
         )
     env["cache_mode_evidence"] = detect.cache_mode_evidence(env["target"])
-    doc = bundle_mod.new_bundle(
-        role=plan["role"],
-        profile=plan["profile"],
-        environment=env,
-        tags=plan["tags"],
-        pair_id=plan["pair_id"],
+    needed = sorted({t["tool"] for t in tests})
+    missing = [TOOL_PACKAGES[t] for t in needed if shutil.which(t) is None]
+    if missing:
+        hint = safety.install_hint(missing, env["os"].get("id"))
+        raise RunError(f"missing {', '.join(missing)}: install with `{hint}`")
+    ctx = _context(plan, size, buffered=bool(reasons), device=True)
+    ctx.memory_reasons = reasons
+    if any(t["tool"] == "dd" for t in tests):
+        _probe_dd_into(ctx, tempfile.gettempdir())
+    ctx.versions = {tool: tool_version(tool) for tool in needed}
+    ctx.path = ctx.dd_path = device
+    doc = _new_doc(env, tags, role, pair_id, plan, ctx)
+    method = (
+        f"the measured range (the first {size} bytes) written sequentially once "
+        "(1 MiB blocks, queue depth 8) before the first test, as SNIA PTS's "
+        "workload-independent preconditioning does (one pass, not two)"
     )
-    doc["warnings"] = _warnings_for(env, plan["tags"], size, True)
-    doc["environment"]["test_file_bytes"] = size
-    versions = {tool: tool_version(tool) for tool in sorted({t["tool"] for t in tests})}
-    progress = Progress(len(tests) * (1 + plan["repeats"]), plan["progress_stream"])
-    settings = (
-        size,
-        plan["runtime"],
-        plan["repeats"],
-        plan["max_repeats"],
-        plan["ioping_count"],
-        True,
-    )
-    _run_all(doc, tests, device, device, settings, versions, progress)
-    return doc
-
-
-def _run_all(doc, tests, path, dd_path, settings, versions, progress) -> None:
-    steal0, total0, _ = _steal_and_load()
-    for test in tests:
-        doc["tests"].append(
-            _run_test(test, path, dd_path, settings, versions, progress)
-        )
-    progress.close()
-    steal1, total1, load = _steal_and_load()
-    if steal0 is not None and steal1 is not None and total1 and total1 > total0:
-        share = (steal1 - steal0) / (total1 - total0)
-        doc["environment"]["steal_share"] = round(share, 4)
-        if share > 0.05:
-            doc["warnings"].append(
-                {
-                    "code": "cpu-steal",
-                    "message": f"{share:.0%} of CPU time was stolen by the hypervisor "
-                    "during the run: the host was busy",
-                }
-            )
-    if load is not None:
-        doc["environment"]["load_average"] = load
-
-
-def _run_test(test, path, dd_path, settings, versions, progress) -> dict:
-    size, runtime, repeats, max_repeats, ioping_count, direct = settings
-    tool = test["tool"]
-    if tool == "fio":
-        cmd = fio_command(test, path, size, runtime)
-        if not direct:
-            cmd = [c if c != "--direct=1" else "--direct=0" for c in cmd]
-        fmt, timeout = "fio-json", runtime * 10 + 120
-    elif tool == "ioping":
-        cmd = ioping_command(test, path, ioping_count)
-        if not direct:
-            cmd.remove("-D")
-        fmt, timeout = "ioping-human", 600
+    if precondition:
+        ctx.precondition_cmd = [
+            "fio",
+            "--name=precondition",
+            f"--filename={device}",
+            f"--size={size}",
+            "--rw=write",
+            "--bs=1m",
+            "--iodepth=8",
+            "--ioengine=libaio",
+            "--direct=0" if ctx.buffered else "--direct=1",
+            "--output-format=json",
+        ]
+        ctx.precondition_label = f"preconditioning: writing {size // MiB} MiB"
     else:
-        dd_size = min(size, GiB)
-        cmd = dd_command(dd_path, dd_size)
-        fmt, timeout = "dd", 3600
-    options = dict(test["options"])
-    if tool == "fio":
-        options.update({"size": str(size), "runtime": str(runtime), "time_based": "1"})
-    elif tool == "ioping":
-        options.update(
+        method = "not done (--no-precondition): read tests may read unwritten blocks"
+        doc["warnings"].append(
             {
-                "count": str(ioping_count),
-                "interval": IOPING_INTERVAL,
-                "direct": "1" if direct else "0",
+                "code": "not-preconditioned",
+                "message": "the device was not preconditioned: reads of blocks "
+                "never written may be served without touching the medium",
             }
         )
+    doc["preconditioning"] = {"done": False, "method": method, "bytes": size}
+    _note_memory(doc, ctx)
+    return doc, ctx
+
+
+def _note_memory(doc, ctx) -> None:
+    if ctx.memory_reasons:
+        doc["environment"]["memory_backing"] = ctx.memory_reasons
+        doc["warnings"].append(
+            {
+                "code": "ram-backed-target",
+                "message": "the target is served from RAM: "
+                + "; ".join(ctx.memory_reasons),
+            }
+        )
+    if "dd" in ctx.unusable:
+        doc["warnings"].append(
+            {
+                "code": "tool-unusable",
+                "message": f"dd is unusable here: {ctx.unusable['dd']}",
+            }
+        )
+
+
+def _context(plan, size, buffered, device=False) -> Context:
+    return Context(
+        size=size,
+        runtime=plan["runtime_s"],
+        repeats=plan["repeats"],
+        max_repeats=plan["max_repeats"],
+        ioping_count=plan["ioping_count"],
+        warmup_runtime=plan.get("warmup_runtime"),
+        buffered=buffered,
+        device=device,
+        precondition_cmd=None,
+        precondition_label="",
+        memory_reasons=[],
+    )
+
+
+def _probe_dd_into(ctx, directory) -> None:
+    conv, why = probe_dd(directory)
+    if conv is None:
+        ctx.unusable["dd"] = why
+        sys.stderr.write(
+            f"benchdb-agent: dd is unusable here, its test will not run: {why}\n"
+        )
     else:
-        options.update({"count": str(max(1, min(size, GiB) // MiB))})
-    result = {
+        ctx.dd_conv = conv
+
+
+def _measure(doc, tests, ctx, cleanup, progress_stream) -> None:
+    runs = len(tests) * (1 + ctx.repeats) + (1 if ctx.precondition_cmd else 0)
+    progress = Progress(runs, progress_stream)
+    sampler = LoadSampler()
+    sampler.start()
+    stop = None
+    try:
+        if ctx.precondition_cmd:
+            progress.step(ctx.precondition_label)
+            try:
+                run_tool(ctx.precondition_cmd, timeout=24 * 3600)
+            except Stopped as exc:
+                stop = exc.reason
+            else:
+                ctx.preconditioned = True
+                doc["preconditioning"]["done"] = True
+        for test in tests:
+            if stop is None:
+                stop = _one_test(doc, test, ctx, progress)
+            else:
+                doc["not_run"].append(
+                    _not_run(test, "not-run", f"not run: the run was stopped by {stop}")
+                )
+    finally:
+        cleanup.quiet()
+        sampler.stop()
+        progress.close()
+    load = sampler.summary()
+    doc["environment"]["load"] = load
+    doc["environment"]["steal_share"] = load.get("steal_share")
+    if load.get("loadavg_1m_max") is not None:
+        doc["environment"]["load_average"] = load["loadavg_1m_max"]
+    doc["warnings"] += _load_warnings(load)
+    if stop is not None:
+        doc["partial"] = True
+        doc["stop_reason"] = (
+            f"stopped by {stop}: {len(doc['tests'])} of {len(tests)} tests have results"
+        )
+    elif doc["not_run"] or any(t.get("status") != "complete" for t in doc["tests"]):
+        failed = len(doc["not_run"]) + sum(
+            1 for t in doc["tests"] if t.get("status") != "complete"
+        )
+        doc["partial"] = True
+        doc["stop_reason"] = f"{failed} of {len(tests)} tests failed or did not run"
+    if doc["partial"]:
+        doc["warnings"].append({"code": "partial-run", "message": doc["stop_reason"]})
+
+
+def _not_run(test, status, error) -> dict:
+    return {
+        "test_id": test["test_id"],
+        "tool": test["tool"],
+        "title": test["title"],
+        "status": status,
+        "error": error,
+    }
+
+
+def _one_test(doc, test, ctx, progress):
+    """Run one test into the bundle; return the stop reason if stopped."""
+    if test["tool"] in ctx.unusable:
+        why = f"{test['tool']} is unusable here: {ctx.unusable[test['tool']]}"
+        doc["not_run"].append(_not_run(test, "failed", why))
+        progress.total -= 1 + ctx.repeats
+        return None
+    result = _new_result(test, ctx)
+    stop = error = None
+    try:
+        _run_repeats(result, test, ctx, progress)
+        status = "complete"
+    except Stopped as exc:
+        stop, status, error = exc.reason, "partial", f"stopped by {exc.reason}"
+    except (RunError, parsers.ParseError, OSError, subprocess.SubprocessError) as exc:
+        status, error = "failed", str(exc)
+    result["status"] = status
+    if error:
+        result["error"] = error
+    if result["repeats"]:
+        doc["tests"].append(result)
+        if status == "failed":
+            doc["warnings"].append(
+                {
+                    "code": "test-failed",
+                    "test_id": test["test_id"],
+                    "message": f"{test['title']}: failed after "
+                    f"{len(result['repeats'])} repeat(s): {error}",
+                }
+            )
+    else:
+        doc["not_run"].append(
+            _not_run(test, "failed" if stop is None else "not-run", error)
+        )
+        if stop is None:
+            doc["warnings"].append(
+                {
+                    "code": "test-failed",
+                    "test_id": test["test_id"],
+                    "message": f"{test['title']}: {error}",
+                }
+            )
+    if result.get("unstable"):
+        doc["warnings"].append(result.pop("unstable"))
+    return stop
+
+
+def _commands(test, ctx):
+    tool = test["tool"]
+    options = dict(test["options"])
+    if tool == "fio":
+        cmd = fio_command(test, ctx.path, ctx.size, ctx.runtime)
+        if ctx.buffered:
+            cmd = [c if c != "--direct=1" else "--direct=0" for c in cmd]
+            options["direct"] = "0"
+        options.update(
+            {"size": str(ctx.size), "runtime": str(ctx.runtime), "time_based": "1"}
+        )
+        return cmd, options, "fio-json", ctx.runtime * 10 + 120
+    if tool == "ioping":
+        cmd = ioping_command(test, ctx.path, ctx.ioping_count)
+        if ctx.buffered:
+            cmd.remove("-D")
+        options.update(
+            {
+                "count": str(ctx.ioping_count),
+                "interval": IOPING_INTERVAL,
+                "direct": "0" if ctx.buffered else "1",
+            }
+        )
+        return cmd, options, "ioping-human", 600
+    dd_size = min(ctx.size, GiB)
+    cmd = dd_command(ctx.dd_path, dd_size, ctx.dd_conv)
+    options.update({"count": str(max(1, dd_size // MiB)), "conv": ctx.dd_conv})
+    return cmd, options, "dd", 3600
+
+
+def _new_result(test, ctx) -> dict:
+    cmd, options, _fmt, _timeout = _commands(test, ctx)
+    tool = test["tool"]
+    key = suite.comparability_key(
+        test["test_id"], tool, options, ctx.versions.get(tool)
+    )
+    if ctx.buffered:
+        key += "|buffered"
+    # dd writes a file of its own, new each time (except on a device).
+    preconditioned = ctx.preconditioned and (tool != "dd" or ctx.device)
+    return {
         "test_id": test["test_id"],
         "tool": tool,
         "direction": test["direction"],
@@ -492,28 +970,45 @@ def _run_test(test, path, dd_path, settings, versions, progress) -> dict:
         "group": test["group"],
         "options": options,
         "command": cmd,
-        "tool_version": versions.get(tool),
-        "comparability_key": suite.comparability_key(
-            test["test_id"], tool, options, versions.get(tool)
-        ),
-        "preconditioned": test["direction"] == "write",
+        "tool_version": ctx.versions.get(tool),
+        "comparability_key": key,
+        "preconditioned": preconditioned,
+        "buffered": ctx.buffered,
         "warmup_discarded": True,
         "extra_repeats": 0,
+        "status": "complete",
+        "cv": None,
         "repeats": [],
     }
 
-    def once(label):
+
+def _run_repeats(result, test, ctx, progress) -> None:
+    cmd, _options, fmt, timeout = _commands(test, ctx)
+    own_dd_file = test["tool"] == "dd" and not ctx.device
+
+    def once(label, command=cmd):
         progress.step(f"{test['test_id']} {label}")
         started = bundle_mod.now()
-        text = run_tool(cmd, timeout)
-        if tool == "dd" and dd_path != path:
-            os.unlink(dd_path)  # its own file; on a device dd wrote the device
+        try:
+            text = run_tool(command, timeout)
+        finally:
+            if own_dd_file:
+                try:
+                    os.unlink(ctx.dd_path)
+                except FileNotFoundError:
+                    pass
         parsed = parsers.parse(
             text, fmt, source=test["test_id"], direction=test["direction"]
         )
         return started, text, parsed["records"]
 
-    once("warm-up (discarded)")
+    warm = cmd
+    if test["tool"] == "fio" and ctx.warmup_runtime:
+        warm = [
+            f"--runtime={ctx.warmup_runtime}" if c.startswith("--runtime=") else c
+            for c in cmd
+        ]
+    once("warm-up (discarded)", warm)
     records_per_repeat = []
     index = 0
     while True:
@@ -528,14 +1023,118 @@ def _run_test(test, path, dd_path, settings, versions, progress) -> dict:
         )
         records_per_repeat.append(records)
         index += 1
-        if index < repeats:
-            continue
         cv = coefficient_of_variation(
             main_metric_values(records_per_repeat, test["metric"], test["direction"])
         )
-        if cv is not None and cv > CV_THRESHOLD and index < max_repeats:
+        result["cv"] = None if cv is None else round(cv, 4)
+        if index < ctx.repeats:
+            continue
+        if cv is not None and cv > CV_THRESHOLD and index < ctx.max_repeats:
             result["extra_repeats"] += 1
             progress.total += 1
             continue
         break
-    return result
+    if cv is not None and cv > CV_THRESHOLD:
+        result["unstable"] = {
+            "code": "unstable",
+            "test_id": test["test_id"],
+            "message": f"{test['title']}: the spread of the {len(result['repeats'])} "
+            f"repeats stayed high (coefficient of variation {cv:.0%} of "
+            f"{test['metric']}, above {CV_THRESHOLD:.0%}) up to the repeat cap: "
+            "the figure is not stable",
+        }
+
+
+def summary_table(doc: dict) -> str:
+    """What was measured, for people: one line per test."""
+    tests = (
+        suite.tests_for(doc["suite"]["profile"])
+        if doc["suite"]["profile"] in (suite.PROFILES)
+        else []
+    )
+    metric_of = {t["test_id"]: t["metric"] for t in tests}
+    codes = {}
+    for w in doc.get("warnings") or []:
+        if w.get("test_id"):
+            codes.setdefault(w["test_id"], []).append(w["code"])
+    rows = [("test", "result", "latency", "repeats", "CV", "status / warnings")]
+    for test in doc.get("tests") or []:
+        direction = test.get("direction")
+        recs = [
+            [r for r in rep["records"] if r["direction"] == direction]
+            for rep in test["repeats"]
+        ]
+        metric = metric_of.get(test["test_id"]) or (
+            "bw_bytes" if test["tool"] == "dd" else "iops"
+        )
+
+        def mean(key, recs=recs):
+            return _mean(recs, key)
+
+        if metric == "bw_bytes":
+            v = mean("bw_bytes")
+            result = "-" if v is None else f"{v / 1e6:,.1f} MB/s"
+        elif metric == "iops":
+            v = mean("iops")
+            result = "-" if v is None else f"{v:,.0f} IOPS"
+        else:
+            v = mean("iops")
+            result = "-" if v is None else f"{v:,.1f} IOPS"
+        lat = mean("lat_mean_ns") or mean("clat_mean_ns")
+        latency = "-" if not lat else _human_ns(lat)
+        cv = test.get("cv")
+        flags = [test.get("status", "complete")] + codes.get(test["test_id"], [])
+        if test.get("buffered"):
+            flags.append("buffered")
+        rows.append(
+            (
+                test.get("title") or test["test_id"],
+                result,
+                latency,
+                str(len(test["repeats"])),
+                "-" if cv is None else f"{cv:.1%}",
+                ", ".join(flags),
+            )
+        )
+    for nr in doc.get("not_run") or []:
+        rows.append(
+            (
+                nr.get("title") or nr["test_id"],
+                "-",
+                "-",
+                "0",
+                "-",
+                f"{nr['status']}: {nr.get('error') or ''}",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = []
+    for r in rows:
+        cells = [
+            r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i]) for i in range(5)
+        ]
+        lines.append("  ".join(cells) + "  " + r[5])
+    general = [w for w in doc.get("warnings") or [] if not w.get("test_id")]
+    if general:
+        lines.append("")
+        lines += [f"warning [{w['code']}]: {w['message']}" for w in general]
+    if doc.get("partial"):
+        lines.append(f"PARTIAL RUN: {doc.get('stop_reason')}")
+    return "\n".join(lines)
+
+
+def _mean(recs: list, key: str):
+    """Mean over repeats of a metric (summed over jobs for iops/bw_bytes)."""
+    if key in ("iops", "bw_bytes"):
+        vals = [sum(r.get(key) or 0 for r in rs) for rs in recs if rs]
+    else:
+        vals = [rs[0].get(key) for rs in recs if rs and rs[0].get(key)]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _human_ns(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"

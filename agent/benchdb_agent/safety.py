@@ -527,3 +527,120 @@ def install_hint(missing: list, os_id: str | None) -> str:
         os_id or "", "install {pkgs} with your package manager"
     )
     return template.format(pkgs=pkgs)
+
+
+# Filesystems whose data lives in RAM (recent tmpfs even accepts O_DIRECT,
+# so a probe alone cannot tell).
+MEMORY_FILESYSTEMS = ("tmpfs", "ramfs", "devtmpfs", "hugetlbfs")
+# Block devices that are RAM: zram (compressed RAM), brd (/dev/ramN).
+MEMORY_DEVICES = ("zram", "ram")
+
+
+def _mount_entry(devno: str, mountinfo: str = "/proc/self/mountinfo"):
+    """(mount point, fstype, source, super options) of the mount whose
+    device number is ``devno`` (a bind mount has its origin's number)."""
+    try:
+        with open(mountinfo) as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    best = None
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 10 or "-" not in parts or parts[2] != devno:
+            continue
+        sep = parts.index("-")
+        entry = (
+            parts[4].replace("\\040", " "),
+            parts[sep + 1],
+            parts[sep + 2].replace("\\040", " "),
+            parts[sep + 3] if len(parts) > sep + 3 else "",
+        )
+        best = entry  # the last one mounted is the one in effect
+    return best
+
+
+def memory_backing(path: str, _depth: int = 0) -> list:
+    """Why ``path`` (a directory or file) is served from RAM, following it to
+    its backing device: a RAM filesystem; an overlay whose upper directory is
+    in RAM; zram or brd; a loop device without direct I/O (loop/dio=0: the
+    page cache holds its data) or whose backing file is itself in RAM; the
+    members of device-mapper and MD devices.  An empty list: nothing found."""
+    if _depth > 8:
+        return []
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    devno = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    entry = _mount_entry(devno)
+    reasons = []
+    if entry:
+        point, fstype, source, options = entry
+        if fstype in MEMORY_FILESYSTEMS:
+            return [f"{path} is on {fstype} ({point}), which lives in RAM"]
+        if fstype == "overlay":
+            upper = re.search(r"(?:^|,)upperdir=([^,]+)", options)
+            if upper:
+                below = memory_backing(upper.group(1), _depth + 1)
+                if below:
+                    return [
+                        f"{path} is on an overlay ({point}) whose upper directory "
+                        f"{upper.group(1)} is in RAM: " + "; ".join(below)
+                    ]
+            return reasons
+        if os.major(st.st_dev) == 0 and source.startswith("/"):
+            # btrfs and others report an anonymous number: use the source's.
+            real = _devno_of_path(source)
+            if real:
+                devno = real
+    if not devno.startswith("0:"):
+        reasons += block_memory_backing(devno, _depth)
+    return reasons
+
+
+def block_memory_backing(devno: str, _depth: int = 0) -> list:
+    """Why the block device ``devno`` keeps its data in RAM (see above)."""
+    if _depth > 8:
+        return []
+    base = _sysfs(devno)
+    try:
+        real = base.resolve()
+    except OSError:
+        return []
+    if (real / "partition").exists():
+        real = real.parent
+    name = real.name
+    if re.fullmatch(r"zram\d+", name) or re.fullmatch(r"ram\d+", name):
+        kind = "zram (compressed RAM)" if name.startswith("zram") else "brd RAM disk"
+        return [f"{name} is a {kind}"]
+    if re.fullmatch(r"loop\d+", name):
+        out = []
+        try:
+            dio = (real / "loop" / "dio").read_text().strip()
+        except OSError:
+            dio = None
+        try:
+            backing = (real / "loop" / "backing_file").read_text().strip()
+        except OSError:
+            backing = None
+        if dio == "0":
+            out.append(
+                f"{name} is a loop device without direct I/O (loop/dio=0): the "
+                f"page cache holds its data"
+                + (f" (backing file {backing})" if backing else "")
+            )
+        if backing:
+            out += memory_backing(backing, _depth + 1)
+        return out
+    out = []
+    try:
+        slaves = sorted((real / "slaves").iterdir())
+    except OSError:
+        slaves = []
+    for slave in slaves:
+        try:
+            out += block_memory_backing((slave / "dev").read_text().strip(), _depth + 1)
+        except OSError:
+            continue
+    return out

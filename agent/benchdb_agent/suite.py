@@ -27,12 +27,71 @@ SUITE_VERSION = "1"
 PROFILES = ("quick", "standard", "full")
 SWEEP_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
-# Defaults per profile: seconds per fio test, repeats, ioping request count.
+# Defaults per profile: seconds per fio test, repeats (and the cap when the
+# spread is wide), ioping request count, test file size (None: twice the RAM,
+# 1..16 GiB, so the guest's page cache cannot hold it).
 PROFILE_DEFAULTS = {
-    "quick": {"runtime": 5, "repeats": 3, "ioping_count": 10},
-    "standard": {"runtime": 10, "repeats": 3, "ioping_count": 10},
-    "full": {"runtime": 10, "repeats": 5, "ioping_count": 10},
+    "quick": {
+        "runtime": 3,
+        "warmup_runtime": 1,
+        "repeats": 3,
+        "max_repeats": 5,
+        "ioping_count": 10,
+        "size": 2**30,
+        "size_choice": "1 GiB, as CrystalDiskMark's default, so the profile "
+        "finishes in about 2 minutes on an ordinary disk; consequence: a guest "
+        "or host with more free RAM than that may serve reads from its page "
+        "cache (host RAM under cache=writeback), so read figures can be RAM "
+        "figures",
+        "summary": "8 fio tests like CrystalDiskMark's (1 MiB sequential Q8T1 "
+        "and Q1T1, 4 KiB random Q32T1 and Q1T1, read and write), ioping 4 KiB "
+        "read and write, dd 1 GiB; 3 s per fio test, a 1 s warm-up and 3 "
+        "repeats (up to 5 when the spread is wide)",
+    },
+    "standard": {
+        "runtime": 10,
+        "repeats": 3,
+        "max_repeats": 6,
+        "ioping_count": 10,
+        "size": None,
+        "size_choice": "twice the RAM (1..16 GiB), so the guest's page cache "
+        "cannot hold the file; the host's may, under cache=writeback",
+        "summary": "quick's tests plus ioping 512 B..4 MiB, fio 256 KiB and "
+        "4 MiB sequential and a 4 KiB write with fsync after every write; 10 s "
+        "per fio test, a warm-up and 3 repeats (up to 6)",
+    },
+    "full": {
+        "runtime": 10,
+        "repeats": 5,
+        "max_repeats": 10,
+        "ioping_count": 10,
+        "size": None,
+        "size_choice": "twice the RAM (1..16 GiB), so the guest's page cache "
+        "cannot hold the file; the host's may, under cache=writeback",
+        "summary": "standard's tests plus a queue-depth sweep 1..256 (4 KiB "
+        "random and 256 KiB sequential reads) and 4 KiB random reads with 4 "
+        "and 8 jobs; 10 s per fio test, a warm-up and 5 repeats (up to 10)",
+    },
 }
+
+
+def estimate_seconds(profile: str) -> int:
+    """Roughly how long a profile takes without extra repeats: each test's
+    warm-up and repeats (fio: its runtime plus about 1 s to start; ioping:
+    its requests 0.1 s apart; dd: 1 GiB at about 200 MB/s), plus laying out
+    the test file."""
+    d = PROFILE_DEFAULTS[profile]
+    runs = 1 + d["repeats"]
+    warmup = d.get("warmup_runtime") or d["runtime"]
+    total = 0.0
+    for t in tests_for(profile):
+        if t["tool"] == "fio":
+            total += d["repeats"] * (d["runtime"] + 1) + warmup + 1
+        elif t["tool"] == "ioping":
+            total += runs * (d["ioping_count"] * 0.1 + 0.5)
+        else:
+            total += runs * 5.5
+    return int(total + 10)
 
 
 def _fio(test_id, title, group, rw, bs, iodepth, numjobs=1, ioengine="libaio", **extra):
