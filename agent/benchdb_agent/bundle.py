@@ -168,6 +168,21 @@ def validate(doc) -> list:
                 or not isinstance(w.get("message"), str)
             ):
                 err(f"/warnings/{i}", "must be an object with code and message strings")
+    if "partial" in doc and not isinstance(doc["partial"], bool):
+        err("/partial", "must be true or false")
+    if doc.get("stop_reason") is not None and not isinstance(doc["stop_reason"], str):
+        err("/stop_reason", "must be null or a string")
+    not_run = doc.get("not_run", [])
+    if not isinstance(not_run, list):
+        err("/not_run", "must be an array")
+    else:
+        for i, item in enumerate(not_run):
+            if (
+                not isinstance(item, dict)
+                or not isinstance(item.get("test_id"), str)
+                or item.get("status") not in ("failed", "not-run")
+            ):
+                err(f"/not_run/{i}", "needs a test_id and status failed or not-run")
     tests = doc.get("tests")
     if not isinstance(tests, list):
         err("/tests", "must be an array")
@@ -188,6 +203,8 @@ def validate(doc) -> list:
             err(
                 f"{where}/tool", f"must be one of {', '.join(vocab.values(vocab.TOOL))}"
             )
+        if test.get("status", "complete") not in ("complete", "partial", "failed"):
+            err(f"{where}/status", "must be complete, partial or failed")
         if not isinstance(test.get("options", {}), dict):
             err(f"{where}/options", "must be an object")
         repeats = test.get("repeats")

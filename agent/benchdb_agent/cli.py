@@ -349,7 +349,7 @@ def _upload_one(body: bytes, bundle_id: str, server: str, args, kept=None) -> in
     if not status_url:
         log(f"sent to {server}, but its answer has no status URL: {answer}")
         return 0
-    log(f"sent to {server}; following {status_url}")
+    log(f"sent to {server}: {json.dumps(answer)}; following its status")
     wait = getattr(args, "wait", upload_mod.DEFAULT_WAIT)
     final = upload_mod.follow(server, status_url, args.token, timeout=wait)
     state = final.get("status")

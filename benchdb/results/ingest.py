@@ -418,7 +418,18 @@ def store_bundle(
             preconditioned=bool(test.get("preconditioned")),
             extra_repeats=test.get("extra_repeats") or 0,
             repeat_count=len(repeats),
-            stats={"main_direction": direction, "directions": test_stats},
+            stats={
+                "main_direction": direction,
+                "directions": test_stats,
+                # What the agent said about the test (issue 12): complete,
+                # partial or failed (with its error), buffered (not O_DIRECT),
+                # and the spread of its main metric.
+                **{
+                    k: test[k]
+                    for k in ("status", "error", "buffered", "cv")
+                    if test.get(k) is not None
+                },
+            },
             iops_mean=(main.get("iops") or {}).get("mean"),
             bw_bytes_mean=(main.get("bw_bytes") or {}).get("mean"),
             lat_mean_ns_mean=(main.get("lat_mean_ns") or {}).get("mean"),

@@ -26,9 +26,12 @@ def agent(*args, **kw):
 class Server:
     """A tiny HTTP server on 127.0.0.1 answering with the statuses it is given."""
 
-    def __init__(self, statuses):
+    def __init__(self, statuses, headers=None, ingest=("done",)):
         self.statuses = list(statuses)
+        self.headers = dict(headers or {})
+        self.ingest = list(ingest)
         self.received = []
+        self.polled = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -41,6 +44,25 @@ class Server:
                     payload = {"errors": [{"pointer": "/tests", "message": "no"}]}
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                if status >= 400:
+                    for key, value in outer.headers.items():
+                        self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                outer.polled += 1
+                state = (
+                    outer.ingest.pop(0) if len(outer.ingest) > 1 else outer.ingest[0]
+                )
+                payload = {"status": state, "run": 7 if state == "done" else None}
+                payload["run_url"] = (
+                    "http://x/api/v1/runs/7/" if payload["run"] else None
+                )
+                data = json.dumps(payload).encode()
+                self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -138,7 +160,8 @@ def test_an_unreachable_server_spools_and_pending_resends(imported, tmp_path):
     spool = tmp_path / "spool"
     dead = "http://127.0.0.1:9"  # discard port: nothing listens
     proc = agent("upload", str(imported), "--server", dead, "--spool-dir", str(spool))
-    assert proc.returncode == 1 and "upload --pending" in proc.stderr
+    assert proc.returncode == 5 and "upload --pending" in proc.stderr
+    assert "spooled in" in proc.stderr
     (kept,) = spool.glob("*.json")
     assert json.loads(kept.read_text()) == json.loads(imported.read_text())
     # The spool remembers the server; --pending with a live one sends and clears.
@@ -151,3 +174,108 @@ def test_an_unreachable_server_spools_and_pending_resends(imported, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert len(server.received) == 2  # one 503, retried, then 202
     assert list(spool.glob("*.json")) == []
+
+
+def test_upload_follows_the_status_to_the_run_page(imported, tmp_path):
+    server = Server([202], ingest=("queued", "processing", "done"))
+    try:
+        proc = agent(
+            "upload",
+            str(imported),
+            "--server",
+            server.url,
+            "--spool-dir",
+            str(tmp_path / "spool"),
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    assert server.polled == 3
+    assert f"ingested: {server.url}/runs/7/" in proc.stderr
+
+
+def test_a_busy_server_with_retry_after_spools_at_once(imported, tmp_path):
+    server = Server([503], headers={"Retry-After": "120"})
+    spool = tmp_path / "spool"
+    try:
+        proc = agent(
+            "upload", str(imported), "--server", server.url, "--spool-dir", str(spool)
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 5
+    assert len(server.received) == 1  # not hammered
+    assert "retry after 120 s" in proc.stderr and "spooled in" in proc.stderr
+    (kept,) = spool.glob("*.json")
+    assert json.loads(kept.read_text()) == json.loads(imported.read_text())
+
+
+def test_only_202_or_200_count_as_sent(imported, tmp_path):
+    server = Server([201, 201, 201, 201])
+    spool = tmp_path / "spool"
+    try:
+        proc = agent(
+            "upload", str(imported), "--server", server.url, "--spool-dir", str(spool)
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 5, proc.stderr
+    assert "not an acceptance" in proc.stderr
+    assert len(list(spool.glob("*.json"))) == 1
+
+
+def test_a_refused_upload_after_a_run_keeps_the_bundle_and_says_where(tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    server = Server([400])
+    try:
+        proc = subprocess.run(
+            [
+                *AGENT,
+                "run",
+                "--target",
+                str(target),
+                "--size",
+                "16M",
+                "--runtime",
+                "1",
+                "--repeats",
+                "1",
+                "--max-repeats",
+                "1",
+                "--test",
+                "fio-rand-read-4k-q1t1",
+                "--upload",
+                server.url,
+                "--spool-dir",
+                str(tmp_path / "spool"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 1, proc.stderr
+    (kept,) = tmp_path.glob("benchdb-*.json")
+    assert f"the bundle stays in {kept.name}" in proc.stderr
+    doc = json.loads(kept.read_text())
+    assert doc["tests"][0]["test_id"] == "fio-rand-read-4k-q1t1"
+    # The table for people came before the upload.
+    assert proc.stderr.index("Random read 4 KiB Q1T1") < proc.stderr.index("refused")
+
+
+def test_a_bad_out_path_is_refused_before_measuring(tmp_path):
+    proc = agent(
+        "run",
+        "--target",
+        str(tmp_path),
+        "--size",
+        "16M",
+        "--out",
+        str(tmp_path / "no-such-dir" / "b.json"),
+    )
+    assert proc.returncode == 2
+    assert "does not exist" in proc.stderr
+    assert "laying out" not in proc.stderr and list(tmp_path.iterdir()) == []

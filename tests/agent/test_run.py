@@ -100,36 +100,91 @@ def test_progress_is_plain_lines_off_a_terminal(quick_bundle):
     assert "fio-rand-read-4k-q32t1 repeat 1" in log
 
 
-def test_sigterm_removes_the_test_file(tmp_path):
+def tool_processes(marker: str) -> list:
+    """PIDs of live processes whose command line mentions ``marker``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().split(") ", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in cmdline and state != "Z" and "benchdb_agent" not in cmdline:
+            out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_the_agent_alone_stops_fio_and_keeps_a_partial_bundle(
+    tmp_path, sig
+):
+    target = tmp_path / "target"
+    target.mkdir()
+    out = tmp_path / "partial.json"
     proc = subprocess.Popen(
         [
             *AGENT,
             "run",
             "--target",
-            str(tmp_path),
+            str(target),
             "--size",
             "16M",
             "--runtime",
-            "5",
+            "3",
             "--repeats",
-            "2",
+            "1",
+            "--max-repeats",
+            "1",
+            "--test",
+            "fio-seq-read-1m-q1t1",
+            "--test",
+            "fio-rand-read-4k-q1t1",
+            "--test",
+            "fio-rand-write-4k-q1t1",
             "--out",
-            str(tmp_path.parent / "never.json"),
+            str(out),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(tmp_path.glob("benchdb-test.*")):
+    # Wait until fio's measuring job (not the layout) runs on our file.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        running = [
+            p
+            for p in tool_processes(str(target))
+            if "fio-rand-read" in Path(f"/proc/{p}/cmdline").read_text()
+        ]
+        if running:
+            break
         time.sleep(0.1)
-    assert list(tmp_path.glob("benchdb-test.*")), "the run never created its file"
-    time.sleep(1.5)  # inside a fio test now
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
-    assert proc.returncode != 0
-    assert list(tmp_path.iterdir()) == []
-    assert not (tmp_path.parent / "never.json").exists()
+    assert running, "fio never started its test"
+    time.sleep(0.5)
+    os.kill(proc.pid, sig)  # the agent's PID alone, not its group
+    _stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 4, stderr
+    # No fio (or ioping, dd) survives, and the test files are gone.
+    assert tool_processes(str(target)) == []
+    assert list(target.iterdir()) == []
+    # The finished test is kept, the interrupted one is marked, the rest named.
+    doc = json.loads(out.read_text())
+    assert bundle.validate(doc) == []
+    jsonschema.validate(doc, SCHEMA)
+    name = "SIGTERM" if sig == signal.SIGTERM else "SIGHUP"
+    assert doc["partial"] is True and name in doc["stop_reason"]
+    statuses = {t["test_id"]: t["status"] for t in doc["tests"]}
+    assert statuses["fio-seq-read-1m-q1t1"] == "complete"
+    assert "fio-rand-read-4k-q1t1" not in statuses or (
+        statuses["fio-rand-read-4k-q1t1"] == "partial"
+    )
+    not_run = {t["test_id"]: t for t in doc["not_run"]}
+    assert not_run["fio-rand-write-4k-q1t1"]["status"] == "not-run"
+    assert name in not_run["fio-rand-write-4k-q1t1"]["error"]
+    assert "partial-run" in {w["code"] for w in doc["warnings"]}
+    assert "PARTIAL" in stderr and str(out) in stderr
 
 
 def test_tmpfs_target_is_refused_not_measured(tmp_path):
