@@ -1,21 +1,27 @@
-"""Speed and memory figures for benchdb: printed, never asserted.
+"""Speed at scale for benchdb: figures printed, never asserted.
+
+``python -m bench --scale 10k,100k,1M`` (``make bench``):
+
+1. stores a seed of real bundles (the agent's standard profile, run here on a
+   small file) with the project's own ingest, then multiplies the seed runs in
+   SQL (``INSERT ... SELECT`` over ``generate_series``, bench/data.py) until
+   the results table holds each scale's number of rows;
+2. at each scale, times every API endpoint and page through a real gunicorn
+   (2 workers) against the same database, and the hand-written SQL giving
+   the same answer (bench/endpoints.py) in the same run: p50, p95, their
+   ratio, queries per request (in-process) and response bytes;
+3. prints the growth of each answer across scales and the targets (p95 at
+   most 2 x SQL + 5 ms; at most 3 x the smallest scale's; pages under 300 KB;
+   compare of 10 runs under 100 ms);
+4. with ``--rss``, the peak RSS of one export and of the worker's full dump,
+   each in a fresh process; with ``--ingest N``, N real bundles end to end
+   through a Celery worker against a bulk INSERT of the same rows.
 
 Timed tests fail on a loaded machine and pass on a fast one without saying
-anything; a table of figures with the machine they came from can be compared
-by a person across commits.  ``python -m bench`` (``make bench``) measures:
-
-- parser throughput: every real tool output under tests/samples, parsed by the
-  agent's parsers (the server re-parses the same way at ingest);
-- ingest: N bundles built from real fio runs on this machine (tiny files),
-  stored with ``store_bundle`` as the ingest task does, in runs/s;
-- comparison: ``build_comparison`` over K runs;
-- pages and API: the home page, a run page and the runs API through the
-  Django test client, with N runs in the database.
-
-Peak RSS is the process's high-water mark (``resource.getrusage``) after each
-step.  It works in a throwaway database (``benchdb_bench``) on the server
-``DATABASE_URL`` names, or on the embedded PostgreSQL, created at start and
-dropped at the end.
+anything; a table of figures with the machine and date can be compared by a
+person across commits.  It works in a throwaway database (``benchdb_bench``)
+on the server ``DATABASE_URL`` names, or on the embedded PostgreSQL, created
+at start and dropped at the end (``--keep`` keeps it).
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ import argparse
 import os
 import platform
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -148,160 +153,286 @@ def bench_large_fio(rounds: int) -> list[tuple]:
     ]
 
 
-def make_bundles(count: int, repeats: int) -> list[dict]:
-    """Bundles whose repeats are real fio outputs from this machine."""
-    from tests.api.factories import FioRuns, make_bundle
-
-    tests = ("fio-rand-read-4k-q1t1", "fio-rand-write-4k-q1t1")
-    workdir = Path(tempfile.mkdtemp(prefix="benchdb-bench-"))
-    fio = FioRuns(workdir)
-    bundles = []
-    for index in range(count):
-        speed = "fast" if index % 2 == 0 else "slow"
-        bundles.append(make_bundle(fio, tests=tests, speed=speed, repeats=repeats))
-    for leftover in workdir.iterdir():
-        leftover.unlink()
-    workdir.rmdir()
-    return bundles
+def parse_scale(text: str) -> int:
+    """10k, 100k, 1M, 2.5M or a plain number of results."""
+    text = text.strip().lower().replace("_", "")
+    factor = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    number = text[:-1] if factor != 1 else text
+    try:
+        value = int(float(number) * factor)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a scale") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("a scale is at least 1 result")
+    return value
 
 
-def bench_ingest(bundles: list[dict]) -> list[tuple]:
-    from django.db import transaction
-
-    from benchdb.results.ingest import store_bundle
-
-    durations = []
-    start = time.perf_counter()
-    for bundle in bundles:
-        t0 = time.perf_counter()
-        with transaction.atomic():
-            store_bundle(bundle)
-        durations.append(time.perf_counter() - t0)
-    elapsed = time.perf_counter() - start
-    tests = len(bundles[0]["tests"])
-    repeats = len(bundles[0]["tests"][0]["repeats"])
-    return [
-        (
-            f"ingest {len(bundles)} bundles",
-            len(bundles) / elapsed,
-            "runs/s",
-            f"{tests} tests x {repeats} repeats; median "
-            f"{statistics.median(durations) * 1000:.1f} ms/run",
-        )
-    ]
+def human_count(n: int) -> str:
+    if n >= 1_000_000 and n % 100_000 == 0:
+        return f"{n / 1_000_000:g}M"
+    if n >= 1_000 and n % 1_000 == 0:
+        return f"{n // 1_000}k"
+    return str(n)
 
 
-def bench_compare(k: int, rounds: int) -> list[tuple]:
-    from benchdb.results.compare import build_comparison
-    from benchdb.results.models import Run
+def measure_scale(args, dsn: str, label: str) -> list[dict]:
+    """Every endpoint through gunicorn and its SQL, at the current data size."""
+    from bench import endpoints, timing
 
-    runs = list(Run.objects.order_by("id")[:k])
-    start = time.perf_counter()
-    for _ in range(rounds):
-        comparison = build_comparison(runs)
-    elapsed = (time.perf_counter() - start) / rounds
-    shared = len(comparison.get("tests") or comparison.get("rows") or [])
-    return [
-        (
-            f"compare {len(runs)} runs",
-            elapsed * 1000,
-            "ms",
-            f"{shared} shared tests, {rounds} rounds",
-        )
-    ]
-
-
-def bench_pages(rounds: int) -> list[tuple]:
-    from django.test import Client
-
-    from benchdb.results.models import Run
-
-    client = Client()
-    run = Run.objects.order_by("id").first()
-    count = Run.objects.count()
+    ctx = endpoints.pick_context()
+    server = timing.Server(dsn, workers=args.workers)
+    conn, run_sql = timing.sql_timer(dsn)
     rows = []
-    for label, url in (
-        ("home page", "/"),
-        ("run page", f"/runs/{run.pk}/"),
-        ("API run list", "/api/v1/runs/"),
-        ("API run detail", f"/api/v1/runs/{run.pk}/"),
-    ):
-        response = client.get(url)
-        if response.status_code != 200:
-            raise SystemExit(f"bench: GET {url} answered {response.status_code}")
-        times = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            response = client.get(url)
-            times.append(time.perf_counter() - t0)
-        rows.append(
-            (
-                f"{label} ({count} runs)",
-                statistics.median(times) * 1000,
-                "ms",
-                f"median of {rounds}, {len(response.content) / 1024:.0f} KiB",
+    try:
+        for ep in endpoints.build(ctx):
+            if args.only and not any(o.lower() in ep.name.lower() for o in args.only):
+                continue
+            status, size, _ = server.get(ep.url)
+            if status != 200:
+                print(f"  {ep.name}: GET {ep.url} answered {status}", file=sys.stderr)
+            service = timing.sample(
+                lambda ep=ep: server.get(ep.url)[2], args.rounds, args.budget
             )
-        )
+            sql = timing.sample(lambda ep=ep: run_sql(ep.sql), args.rounds, args.budget)
+            p50 = timing.percentile(service, 50)
+            queries = (
+                timing.count_queries(ep.url) if p50 < args.query_count_limit else None
+            )
+            row = {
+                "scale": label,
+                "name": ep.name,
+                "kind": ep.kind,
+                "url": ep.url,
+                "status": status,
+                "bytes": size,
+                "queries": queries,
+                "n": len(service),
+                "p50": p50 * 1000,
+                "p95": timing.percentile(service, 95) * 1000,
+                "sql_p50": timing.percentile(sql, 50) * 1000,
+                "sql_p95": timing.percentile(sql, 95) * 1000,
+                "notes": ep.notes,
+            }
+            rows.append(row)
+            print(format_row(row), flush=True)
+    finally:
+        conn.close()
+        server.stop()
     return rows
 
 
-def print_table(rows: list[tuple]) -> None:
-    width = max(len(r[0]) for r in rows)
-    print(f"{'what':<{width}}  {'figure':>12}  {'unit':<10}  {'peak RSS':>9}  note")
-    for what, figure, unit, note, rss in rows:
-        print(f"{what:<{width}}  {figure:>12,.1f}  {unit:<10}  {rss:>6.0f} MiB  {note}")
+HEADER = (
+    f"{'endpoint':<30} {'p50':>9} {'p95':>9} {'SQL p95':>8} {'ratio':>6} "
+    f"{'target':>7} {'queries':>7} {'bytes':>10}  n"
+)
+
+
+def target_ms(row: dict) -> float:
+    return 2 * row["sql_p95"] + 5
+
+
+def format_row(row: dict) -> str:
+    ratio = row["p95"] / row["sql_p95"] if row["sql_p95"] else float("inf")
+    ok = "ok" if row["p95"] <= target_ms(row) else "MISS"
+    queries = "-" if row["queries"] is None else str(row["queries"])
+    status = "" if row["status"] == 200 else f" HTTP {row['status']}"
+    return (
+        f"{row['name']:<30} {row['p50']:>9.1f} {row['p95']:>9.1f} "
+        f"{row['sql_p95']:>8.1f} {ratio:>5.1f}x {ok:>7} {queries:>7} "
+        f"{row['bytes']:>10,}  {row['n']}{status}"
+    )
+
+
+def summary(all_rows: list[dict], scales: list[str]) -> list[str]:
+    """Growth and targets across scales, as lines of text."""
+    lines = []
+    names = list(dict.fromkeys(r["name"] for r in all_rows))
+    by = {(r["scale"], r["name"]): r for r in all_rows}
+    first, last = scales[0], scales[-1]
+    head = f"{'endpoint':<30}" + "".join(f" {s + ' p95':>12}" for s in scales)
+    lines.append(head + f" {'growth':>7}  targets at {last}")
+    for name in names:
+        cells = []
+        for s in scales:
+            r = by.get((s, name))
+            cells.append(f" {r['p95']:>12.1f}" if r else f" {'-':>12}")
+        a, b = by.get((first, name)), by.get((last, name))
+        growth = f"{b['p95'] / a['p95']:>6.1f}x" if a and b and a["p95"] else "      -"
+        notes = []
+        if b:
+            notes.append(
+                "p95<=2xSQL+5ms " + ("ok" if b["p95"] <= target_ms(b) else "MISS")
+            )
+            if a and len(scales) > 1:
+                notes.append(
+                    "growth<=3x " + ("ok" if b["p95"] <= 3 * a["p95"] else "MISS")
+                )
+            if b["kind"] == "page":
+                notes.append(
+                    "<=300KB " + ("ok" if b["bytes"] <= 300 * 1024 else "MISS")
+                )
+            if "compare, 10" in name and b["kind"] == "api":
+                notes.append("<100ms " + ("ok" if b["p95"] < 100 else "MISS"))
+        lines.append(f"{name:<30}" + "".join(cells) + f" {growth}  " + ", ".join(notes))
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--runs", type=int, default=200, help="bundles to ingest")
-    parser.add_argument("--repeats", type=int, default=3, help="repeats per test")
-    parser.add_argument("--compare", type=int, default=10, help="runs to compare")
-    parser.add_argument("--rounds", type=int, default=20, help="rounds per timing")
+    parser.add_argument(
+        "--scale",
+        default="10k,100k,1M",
+        help="result counts to measure at, comma-separated (10k,100k,1M; 5M ...)",
+    )
+    parser.add_argument(
+        "--seed",
+        choices=["standard", "quick", "factories"],
+        default="standard",
+        help="seed bundles: the agent's standard or quick profile run here on a "
+        "small file (cached in var/bench/seeds), or the tests' tiny fio bundles",
+    )
+    parser.add_argument("--rounds", type=int, default=20, help="requests per timing")
+    parser.add_argument(
+        "--budget", type=float, default=8.0, help="seconds per timing (min 3 rounds)"
+    )
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument(
+        "--only", action="append", help="only endpoints whose name contains this"
+    )
+    parser.add_argument(
+        "--query-count-limit",
+        type=float,
+        default=5.0,
+        help="count queries in-process only for answers faster than this (s)",
+    )
+    parser.add_argument(
+        "--ingest", type=int, default=0, help="also time N bundles through a worker"
+    )
+    parser.add_argument("--rss", action="store_true", help="peak RSS of exports")
+    parser.add_argument("--parsers", action="store_true", help="parser throughput")
+    parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument("--database", default=BENCH_DATABASE)
+    parser.add_argument("--markdown", help="also write the figures to this file")
     args = parser.parse_args(argv)
-    if args.runs < 1 or args.compare < 1 or args.repeats < 1 or args.rounds < 1:
-        parser.error("--runs, --repeats, --compare and --rounds must be at least 1")
+    scales = sorted({parse_scale(s) for s in args.scale.split(",") if s.strip()})
+    if args.rounds < 1 or args.budget <= 0:
+        parser.error("--rounds and --budget must be positive")
 
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchdb.settings")
-    print(
-        f"machine: {platform.node()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, {platform.platform()}"
+    machine = (
+        f"{platform.node()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, {platform.platform()}"
     )
-    rows = []
+    print(f"machine: {machine}")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if args.parsers:
+        rows = []
+        for row in bench_parsers(args.rounds) + bench_large_fio(args.rounds):
+            rows.append(row)
+            print(f"{row[0]:<30} {row[1]:>12,.1f} {row[2]:<10} {row[3]}")
 
-    def add(new_rows):
-        rss = peak_rss_mib()
-        rows.extend((*row, rss) for row in new_rows)
-
-    add(bench_parsers(args.rounds))
-    add(bench_large_fio(args.rounds))
+    from bench import data
 
     server = server_url()
-    recreate_database(server, BENCH_DATABASE)
-    os.environ["DATABASE_URL"] = with_database(server, BENCH_DATABASE)
+    recreate_database(server, args.database)
+    dsn = with_database(server, args.database)
+    os.environ["DATABASE_URL"] = dsn
+    all_rows: list[dict] = []
+    labels: list[str] = []
+    extra: list[str] = []
     try:
         import django
         from django.core.management import call_command
+        from django.db import connection
 
-        # STATIC_ROOT is only filled by collectstatic; the pages need no files.
         warnings.filterwarnings("ignore", message="No directory at")
         django.setup()
         call_command("migrate", verbosity=0)
-        print(f"running fio for {args.runs} bundles' worth of real outputs ...")
-        bundles = make_bundles(args.runs, args.repeats)
-        add(bench_ingest(bundles))
-        del bundles
-        add(bench_compare(args.compare, args.rounds))
-        add(bench_pages(args.rounds))
+        if args.seed == "factories":
+            bundles = data.factory_bundles()
+        else:
+            bundles = data.seed_bundles(args.seed)
+        t0 = time.perf_counter()
+        seed_ids = data.store_seed(bundles)
+        seed_s = time.perf_counter() - t0
+        with connection.cursor() as cur:
+            data.create_hardware(cur)
+        tests = sum(len(b["tests"]) for b in bundles)
+        print(
+            f"seed: {len(bundles)} real {args.seed} bundles ({tests} tests) "
+            f"through store_bundle in {seed_s:.2f} s"
+        )
+        next_k = 1
+        for scale in scales:
+            next_k, seconds = data.grow_to(seed_ids, scale, next_k)
+            c = data.counts()
+            label = human_count(scale)
+            labels.append(label)
+            print(
+                f"\n== {label} results: {c['run']:,} runs, {c['result']:,} results, "
+                f"{c['measurement']:,} measurements, database "
+                f"{c['db_bytes'] / 2**20:,.0f} MiB (generated in {seconds:.0f} s)"
+            )
+            print(HEADER)
+            all_rows += measure_scale(args, dsn, label)
+        if args.rss:
+            from bench import timing
+
+            for what, label in (
+                ("/api/v1/runs/export/?format=csv", "export CSV page, in-process"),
+                ("/api/v1/runs/export/?format=json", "export JSON page, in-process"),
+                ("dump", "public dump (worker task), CSV+JSONL gzip"),
+            ):
+                r = timing.export_rss(dsn, what)
+                if "error" in r:
+                    line = f"peak RSS {label}: failed {r['error']}"
+                else:
+                    line = (
+                        f"peak RSS {label}: {r['peak_kib'] / 1024:.0f} MiB "
+                        f"(after start-up {r['before_kib'] / 1024:.0f} MiB), "
+                        f"{r['bytes']:,} bytes in {r['seconds']:.1f} s"
+                    )
+                print(line)
+                extra.append(line)
+        if args.ingest:
+            from bench import ingest as bench_ingest
+
+            for line in bench_ingest.run(bundles, args.ingest, dsn):
+                print(line)
+                extra.append(line)
     finally:
         from django.db import connections
 
         connections.close_all()
-        recreate_database(server, BENCH_DATABASE, drop_only=True)
-    print_table(rows)
+        if not args.keep:
+            recreate_database(server, args.database, drop_only=True)
+    lines = summary(all_rows, labels) if all_rows else []
+    print()
+    for line in lines:
+        print(line)
+    if args.markdown:
+        write_markdown(Path(args.markdown), machine, all_rows, lines, extra)
     return 0
+
+
+def write_markdown(path: Path, machine: str, rows, lines, extra) -> None:
+    out = [
+        f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {machine}.",
+        "",
+        "| scale | endpoint | p50 ms | p95 ms | SQL p95 ms | ratio | queries | bytes |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ratio = r["p95"] / r["sql_p95"] if r["sql_p95"] else 0
+        q = "-" if r["queries"] is None else r["queries"]
+        out.append(
+            f"| {r['scale']} | {r['name']} | {r['p50']:.1f} | {r['p95']:.1f} | "
+            f"{r['sql_p95']:.1f} | {ratio:.1f}x | {q} | {r['bytes']:,} |"
+        )
+    out += ["", "```", *lines, *extra, "```", ""]
+    path.write_text("\n".join(out))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import io
 
 from rest_framework.renderers import BaseRenderer
 
+from benchdb.results.exports import csv_cell
+
 
 class CSVRenderer(BaseRenderer):
     media_type = "text/csv"
@@ -26,14 +28,16 @@ class CSVRenderer(BaseRenderer):
             )
             writer.writeheader()
             for row in data["rows"]:
-                writer.writerow({k: "" if v is None else v for k, v in row.items()})
+                writer.writerow({k: csv_cell(v) for k, v in row.items()})
         elif isinstance(data, dict) and "errors" in data:
             writer = csv.writer(out)
             writer.writerow(["pointer", "message"])
             for error in data["errors"]:
-                writer.writerow([error.get("pointer") or "", error.get("message")])
+                writer.writerow(
+                    [csv_cell(error.get("pointer")), csv_cell(error.get("message"))]
+                )
         else:
             writer = csv.writer(out)
             writer.writerow(["detail"])
-            writer.writerow([str(data)])
+            writer.writerow([csv_cell(str(data))])
         return out.getvalue().encode(self.charset)

@@ -36,7 +36,7 @@ from benchdb.api.permissions import IsRunOwnerOrReadOnly, IsStaff, owner_key
 from benchdb.api.renderers import CSVRenderer
 from benchdb.api.throttling import SubmissionAddressThrottle, SubmissionTokenThrottle
 from benchdb.api.validation import check_bundle
-from benchdb.results import compare, ingest, reads
+from benchdb.results import compare, exports, ingest, reads
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
@@ -45,8 +45,8 @@ from benchdb.results.models import (
     hash_secret,
     new_secret,
 )
-from benchdb.results.tasks import DUMP_COLUMNS, read_latest_dump, result_rows
 from benchdb.results.tasks import ingest as ingest_task
+from benchdb.results.tasks import read_latest_dump
 from benchdb.results.vocab import Visibility
 from benchdb_agent import bundle as agent_bundle
 from benchdb_agent import parsers as agent_parsers
@@ -61,8 +61,6 @@ OWNER_KEY_PARAM = OpenApiParameter(
     description="The owner key an anonymous submission got back (instead of "
     "signing in).",
 )
-# Rows an export answers at most; narrower filters get the rest.
-EXPORT_MAX_ROWS = 50_000
 
 
 def _error_responses(*codes: int) -> dict:
@@ -404,8 +402,17 @@ class RunViewSet(
         return Response(s.SimilarSerializer(answer).data)
 
     @extend_schema(
-        summary="Export a run list (one row per run and test)",
-        parameters=[EXPORT_PARAM],
+        summary="Export a run list (one row per run and test), a page at a time",
+        description="Streams the results of up to `limit` runs (default "
+        f"{exports.PAGE_RUNS}, at most {exports.MAX_PAGE_RUNS}) in run id order, "
+        "filtered like the list. The next page's URL is in the Link header "
+        '(rel="next") and in JSON\'s `next`; the last page has none. All public '
+        "runs at once: the compressed dump, /api/v1/dump/.",
+        parameters=[
+            EXPORT_PARAM,
+            OpenApiParameter("cursor", OpenApiTypes.INT, description="after run id"),
+            OpenApiParameter("limit", OpenApiTypes.INT, description="runs per page"),
+        ],
         responses={
             (200, "application/json"): OpenApiTypes.OBJECT,
             (200, "text/csv"): OpenApiTypes.STR,
@@ -420,65 +427,14 @@ class RunViewSet(
     )
     def export(self, request):
         runs = self.filter_queryset(self.get_queryset())
-        rows = []
-        for row in result_rows(runs):
-            if len(rows) >= EXPORT_MAX_ROWS:
-                break
-            stats = row.pop("_stats")
-            if request.accepted_renderer.format != "csv":
-                row["stats"] = stats
-            rows.append(row)
-        headers = {"X-Rows-Limit": str(EXPORT_MAX_ROWS)}
-        if request.accepted_renderer.format == "csv":
-            headers["Content-Disposition"] = 'attachment; filename="benchdb-runs.csv"'
-            return Response({"columns": DUMP_COLUMNS, "rows": rows}, headers=headers)
-        return Response({"columns": DUMP_COLUMNS, "rows": rows}, headers=headers)
+        fmt = "csv" if request.accepted_renderer.format == "csv" else "json"
+        try:
+            return exports.run_export_response(request, runs, fmt)
+        except exports.ExportError as exc:
+            raise exceptions.ValidationError({exc.parameter: [str(exc)]}) from None
 
 
 # Compare, aggregates, vocabularies, hardware ---------------------------------
-
-
-COMPARE_CSV_COLUMNS = (
-    "test_id",
-    "comparability_key",
-    "metric",
-    "unit",
-    "run",
-    "reference",
-    "n",
-    "mean",
-    "stdev",
-    "ci95_low",
-    "ci95_high",
-    "delta_percent",
-    "gmean",
-    "ratio",
-    "ratio_low",
-    "ratio_high",
-    "p_value",
-    "p_adjusted",
-    "verdict",
-    "verdict_text",
-)
-
-
-def comparison_rows(result: dict) -> list[dict]:
-    """A comparison flattened: one row per test, metric and run."""
-    rows = []
-    for test in result["tests"]:
-        for metric in test["metrics"]:
-            for entry in metric["runs"]:
-                rows.append(
-                    {
-                        "test_id": test["test_id"],
-                        "comparability_key": test["comparability_key"],
-                        "metric": metric["metric"],
-                        "unit": metric["unit"],
-                        "reference": result["reference"],
-                        **{k: v for k, v in entry.items() if k != "values"},
-                    }
-                )
-    return rows
 
 
 def compare_runs(request, run_ids: list[int], reference_id: int | None) -> dict:
@@ -520,12 +476,7 @@ class CompareView(APIView):
             request, query.validated_data["runs"], query.validated_data.get("reference")
         )
         if request.accepted_renderer.format == "csv":
-            return Response(
-                {"columns": COMPARE_CSV_COLUMNS, "rows": comparison_rows(result)},
-                headers={
-                    "Content-Disposition": 'attachment; filename="benchdb-compare.csv"'
-                },
-            )
+            return exports.comparison_csv_response(result, "benchdb-compare")
         return Response(result)
 
 

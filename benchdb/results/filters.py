@@ -13,10 +13,10 @@ from datetime import UTC
 
 import django_filters as filters
 from django import forms
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django_filters.fields import DateRangeWidget, IsoDateTimeField, RangeField
 
-from benchdb.results.models import Run
+from benchdb.results.models import Result, Run
 from benchdb.results.vocab import (
     AioMode,
     CacheMode,
@@ -112,8 +112,15 @@ class DateTimeRangeFilter(filters.IsoDateTimeFromToRangeFilter):
 
 
 def _multi(choices, field_name: str | None = None, label: str = ""):
+    # distinct=False: every facet is a column of the run or of its (one)
+    # hardware row, so no join can repeat a run.  django-filter's default adds
+    # SELECT DISTINCT over every selected column, JSON included, which made
+    # PostgreSQL sort and compare whole rows of the table.
     return filters.MultipleChoiceFilter(
-        choices=choices.choices, field_name=field_name, label=label or None
+        choices=choices.choices,
+        field_name=field_name,
+        label=label or None,
+        distinct=False,
     )
 
 
@@ -156,9 +163,7 @@ class RunFilterSet(filters.FilterSet):
     pair_id = filters.CharFilter()
     sweep_id = filters.CharFilter()
     hardware = filters.NumberFilter(field_name="hardware_id", label="Hardware id")
-    test_id = filters.CharFilter(
-        field_name="results__test_id", distinct=True, label="Has a result of test id"
-    )
+    test_id = filters.CharFilter(method="has_test", label="Has a result of test id")
     created = DateTimeRangeFilter(
         label="Uploaded between (created_after, created_before)"
     )
@@ -175,6 +180,13 @@ class RunFilterSet(filters.FilterSet):
     class Meta:
         model = Run
         fields: list[str] = []
+
+    def has_test(self, qs: QuerySet, name: str, value: str) -> QuerySet:
+        """EXISTS (a result of this test id): no join that repeats runs, so
+        no DISTINCT."""
+        return qs.filter(
+            Exists(Result.objects.filter(run_id=OuterRef("pk"), test_id=value))
+        )
 
     def search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         """Every word must appear in one of the text fields (any of them)."""

@@ -83,6 +83,13 @@ def decode_raw(raw: dict) -> str:
     raise ValueError(f"unknown raw encoding {encoding!r}")
 
 
+def _gzip_of(raw: dict, data: bytes) -> bytes:
+    """gzip bytes of a raw output: the bundle's own when it sent gzip."""
+    if raw.get("encoding") == "gzip+base64":
+        return base64.b64decode(raw["data"])
+    return gzip.compress(data, compresslevel=6)
+
+
 def parse_direction(raw: dict, test: dict) -> str | None:
     """The direction a parser needs where the output does not say it (dd,
     ioping -B): the raw's or the test's, if it is a single direction."""
@@ -90,8 +97,11 @@ def parse_direction(raw: dict, test: dict) -> str | None:
     return direction if direction in ("read", "write", "trim") else None
 
 
-def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict | None]]:
-    """Every repeat of a bundle test as (index, records, raw) from the raw output.
+def reparse_test(
+    test: dict, pointer: str
+) -> list[tuple[int, list[dict], dict | None, str | None]]:
+    """Every repeat of a bundle test as (index, records, raw, raw text), the
+    records parsed from the raw output.
 
     Raises IngestError naming the repeat whose raw output does not parse.
     """
@@ -113,9 +123,9 @@ def reparse_test(test: dict, pointer: str) -> list[tuple[int, list[dict], dict |
                 )
             except (ValueError, KeyError, OSError) as exc:
                 raise IngestError([{"pointer": where, "message": str(exc)}]) from exc
-            out.append((index, parsed["records"], raw))
+            out.append((index, parsed["records"], raw, text))
         else:
-            out.append((index, repeat.get("records", []), None))
+            out.append((index, repeat.get("records", []), None, None))
     return out
 
 
@@ -393,49 +403,56 @@ def store_bundle(
     run.hardware = _hardware(bundle)
     run.save()
 
-    results = []
+    # Set-based: every result in one INSERT, then every measurement and every
+    # raw output in one INSERT each, whatever the number of tests and repeats.
+    results, repeats_of = [], []
     for t_index, test in enumerate(bundle.get("tests") or []):
         pointer = f"/tests/{t_index}"
         repeats = reparse_test(test, pointer)
         meta = _test_meta(test)
-        test_stats = compute_stats([(i, recs) for i, recs, _raw in repeats])
+        test_stats = compute_stats([(i, recs) for i, recs, _raw, _text in repeats])
         direction = main_direction(test_stats, meta["direction"])
         main = test_stats.get(direction, {}) if direction else {}
         comparable = test.get("comparable", test.get("tool") != "other")
-        result = Result.objects.create(
-            run=run,
-            test_id=test["test_id"],
-            tool=test.get("tool", "other"),
-            title=meta["title"][:200],
-            group=meta["group"][:64],
-            comparability_key=test.get("comparability_key")
-            or f"external|{test['test_id']}",
-            comparable=comparable,
-            approximate=bool(test.get("approximate")),
-            options=test.get("options") or {},
-            command=test.get("command") or [],
-            tool_version=(test.get("tool_version") or "")[:64],
-            preconditioned=bool(test.get("preconditioned")),
-            extra_repeats=test.get("extra_repeats") or 0,
-            repeat_count=len(repeats),
-            stats={
-                "main_direction": direction,
-                "directions": test_stats,
-                # What the agent said about the test (issue 12): complete,
-                # partial or failed (with its error), buffered (not O_DIRECT),
-                # and the spread of its main metric.
-                **{
-                    k: test[k]
-                    for k in ("status", "error", "buffered", "cv")
-                    if test.get(k) is not None
+        results.append(
+            Result(
+                run=run,
+                test_id=test["test_id"],
+                tool=test.get("tool", "other"),
+                title=meta["title"][:200],
+                group=meta["group"][:64],
+                comparability_key=test.get("comparability_key")
+                or f"external|{test['test_id']}",
+                comparable=comparable,
+                approximate=bool(test.get("approximate")),
+                options=test.get("options") or {},
+                command=test.get("command") or [],
+                tool_version=(test.get("tool_version") or "")[:64],
+                preconditioned=bool(test.get("preconditioned")),
+                extra_repeats=test.get("extra_repeats") or 0,
+                repeat_count=len(repeats),
+                stats={
+                    "main_direction": direction,
+                    "directions": test_stats,
+                    # What the agent said about the test (issue 12): complete,
+                    # partial or failed (with its error), buffered (not
+                    # O_DIRECT), and the spread of its main metric.
+                    **{
+                        k: test[k]
+                        for k in ("status", "error", "buffered", "cv")
+                        if test.get(k) is not None
+                    },
                 },
-            },
-            iops_mean=(main.get("iops") or {}).get("mean"),
-            bw_bytes_mean=(main.get("bw_bytes") or {}).get("mean"),
-            lat_mean_ns_mean=(main.get("lat_mean_ns") or {}).get("mean"),
+                iops_mean=(main.get("iops") or {}).get("mean"),
+                bw_bytes_mean=(main.get("bw_bytes") or {}).get("mean"),
+                lat_mean_ns_mean=(main.get("lat_mean_ns") or {}).get("mean"),
+            )
         )
-        measurements = []
-        for index, records, raw in repeats:
+        repeats_of.append(repeats)
+    Result.objects.bulk_create(results)
+    measurements, raw_outputs = [], []
+    for result, repeats in zip(results, repeats_of, strict=True):
+        for index, records, raw, text in repeats:
             for rec in records:
                 measurements.append(
                     Measurement(
@@ -447,16 +464,20 @@ def store_bundle(
                     )
                 )
             if raw:
-                text = decode_raw(raw)
-                RawOutput.objects.create(
-                    result=result,
-                    repeat=index,
-                    format=raw.get("format") or "",
-                    data_gzip=gzip.compress(text.encode("utf-8")),
-                    sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                data = text.encode("utf-8")
+                raw_outputs.append(
+                    RawOutput(
+                        result=result,
+                        repeat=index,
+                        format=raw.get("format") or "",
+                        # The bundle's own gzip stream when it sent one (the
+                        # same bytes decompressed; no second compression).
+                        data_gzip=_gzip_of(raw, data),
+                        sha256=hashlib.sha256(data).hexdigest(),
+                    )
                 )
-        Measurement.objects.bulk_create(measurements)
-        results.append(result)
+    Measurement.objects.bulk_create(measurements, batch_size=5000)
+    RawOutput.objects.bulk_create(raw_outputs, batch_size=500)
 
     reasons = plausibility(run, results)
     if reasons:

@@ -13,17 +13,18 @@ import io
 import json
 import logging
 import os
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import InterfaceError, OperationalError, transaction
 
+from benchdb.results import exports
 from benchdb.results.ingest import IngestError, store_bundle
-from benchdb.results.models import Result, Run, Submission
+from benchdb.results.models import Run, Submission
 
 log = logging.getLogger(__name__)
 
@@ -108,37 +109,9 @@ def ingest(self, submission_id: int) -> None:
     log.info("submission %s ingested as run %s", sub.bundle_id, run.pk)
 
 
-# Columns of the public dump's results.csv: one row per run and test.
-DUMP_COLUMNS = (
-    "run_id",
-    "run_uuid",
-    "created",
-    "ran_at",
-    "role",
-    "platform",
-    "virtualization",
-    "cache_mode",
-    "aio_mode",
-    "iothread",
-    "image_format",
-    "storage_backend",
-    "disk_bus",
-    "disk_type",
-    "disk_model",
-    "cpu_model",
-    "suite_id",
-    "suite_version",
-    "source",
-    "suspect",
-    "baseline_id",
-    "test_id",
-    "comparability_key",
-    "tool",
-    "repeat_count",
-    "iops_mean",
-    "bw_bytes_mean",
-    "lat_mean_ns_mean",
-)
+# Columns of the public dump's results.csv: one row per run and test, the same
+# as every other run-list export (benchdb/results/exports.py).
+DUMP_COLUMNS = exports.EXPORT_COLUMNS
 
 
 def dump_dir() -> Path:
@@ -151,63 +124,6 @@ def _default_dump_dir() -> Path:
     from benchdb import embedded
 
     return embedded.var_dir() / "dumps"
-
-
-def result_rows(runs=None):
-    """One dict per (run, result) of ``runs`` (default: all visible runs).
-
-    Stable order (run id, test id), streamed from the database in chunks;
-    ``_stats`` carries the full statistics for JSON outputs.
-    """
-    runs = Run.objects.visible() if runs is None else runs
-    results = (
-        Result.objects.filter(run__in=runs.values("pk"))
-        .select_related(
-            "run",
-            "run__baseline",
-            "run__hardware",
-            "run__hardware__disk_model",
-            "run__hardware__cpu_model",
-        )
-        .order_by("run_id", "test_id")
-    )
-    for res in results.iterator(chunk_size=2000):
-        run = res.run
-        hw = run.hardware
-        yield {
-            "run_id": run.pk,
-            "run_uuid": str(run.uuid),
-            "created": run.created.isoformat(),
-            "ran_at": run.ran_at.isoformat() if run.ran_at else "",
-            "role": run.role,
-            "platform": run.platform,
-            "virtualization": run.virtualization,
-            "cache_mode": run.cache_mode,
-            "aio_mode": run.aio_mode,
-            "iothread": "" if run.iothread is None else run.iothread,
-            "image_format": run.image_format,
-            "storage_backend": run.storage_backend,
-            "disk_bus": run.disk_bus,
-            "disk_type": hw.disk_type if hw else "",
-            "disk_model": str(hw.disk_model or "") if hw else "",
-            "cpu_model": str(hw.cpu_model or "") if hw else "",
-            "suite_id": run.suite_id,
-            "suite_version": run.suite_version,
-            "source": run.source,
-            "suspect": run.suspect,
-            # A baseline's id only where the baseline is listed itself.
-            "baseline_id": (
-                run.baseline_id if run.baseline_id and run.baseline.is_listed() else ""
-            ),
-            "test_id": res.test_id,
-            "comparability_key": res.comparability_key,
-            "tool": res.tool,
-            "repeat_count": res.repeat_count,
-            "iops_mean": res.iops_mean,
-            "bw_bytes_mean": res.bw_bytes_mean,
-            "lat_mean_ns_mean": res.lat_mean_ns_mean,
-            "_stats": res.stats,
-        }
 
 
 @shared_task
@@ -223,25 +139,25 @@ def public_dump() -> str:
     csv_tmp = folder / f".{stem}.csv.gz.tmp"
     jsonl_tmp = folder / f".{stem}.jsonl.gz.tmp"
     count = 0
+    columns = exports.EXPORT_COLUMNS
     with (
         gzip.open(csv_tmp, "wt", newline="") as csv_out,
         gzip.open(jsonl_tmp, "wt") as jsonl_out,
     ):
-        writer = csv.DictWriter(csv_out, fieldnames=DUMP_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for row in result_rows():
-            writer.writerow(row)
-            stats = row.pop("_stats")
-            jsonl_out.write(
-                json.dumps({**row, "stats": stats}, cls=DjangoJSONEncoder) + "\n"
-            )
+        # One pass over a server-side cursor: constant memory at any size.
+        writer = csv.writer(csv_out)
+        writer.writerow(columns)
+        for row in exports.result_rows(Run.objects.visible(), stats=True):
+            writer.writerow([exports.csv_cell(v) for v in row[:-1]])
+            doc = {c: exports.json_value(v) for c, v in zip(columns, row, strict=False)}
+            doc["stats"] = row[-1]
+            jsonl_out.write(json.dumps(doc, default=str) + "\n")
             count += 1
     for tmp, suffix in ((csv_tmp, "csv.gz"), (jsonl_tmp, "jsonl.gz")):
         final = folder / f"{stem}.{suffix}"
         os.replace(tmp, final)
         latest_tmp = folder / f".latest.{suffix}.tmp"
-        with open(final, "rb") as src, open(latest_tmp, "wb") as dst:
-            dst.write(src.read())
+        shutil.copyfile(final, latest_tmp)
         os.replace(latest_tmp, folder / f"latest.{suffix}")
     keep = getattr(settings, "PUBLIC_DUMP_KEEP", 7)
     for suffix in ("csv.gz", "jsonl.gz"):

@@ -10,6 +10,7 @@ urlpatterns = [
     # Browsers and feed readers ask for /favicon.ico whatever the page links.
     path("favicon.ico", RedirectView.as_view(url=static("img/favicon.svg"))),
     path("runs/", views.run_list, name="run-list"),
+    path("runs/export/", views.run_export, name="run-export"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path(
         "runs/<int:pk>/raw/<int:result_id>/<int:repeat>/",

@@ -7,7 +7,6 @@ pages work without JavaScript.
 
 from __future__ import annotations
 
-import csv
 import gzip
 from functools import lru_cache
 
@@ -22,7 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from benchdb.results import compare as compare_mod
-from benchdb.results import reads
+from benchdb.results import exports, reads
 from benchdb.results.models import (
     ApiToken,
     Comparison,
@@ -277,50 +276,24 @@ def compare_csv(request):
         context = _comparison_context(request, ids, ref_id)
     except ValueError as exc:
         return _bad_request_text(str(exc))
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="benchdb-comparison.csv"'
-    writer = csv.writer(response)
-    writer.writerow(
-        [
-            "test_id",
-            "metric",
-            "unit",
-            "run",
-            "n",
-            "mean",
-            "ci95_low",
-            "ci95_high",
-            "delta_percent",
-            "ratio_low",
-            "ratio_high",
-            "p_value",
-            "p_adjusted",
-            "verdict",
-            "verdict_text",
-        ]
-    )
-    for row in context["rows"]:
-        e, m = row["entry"], row["metric"]
-        writer.writerow(
-            [
-                row["test"]["test_id"],
-                m["metric"],
-                m["unit"],
-                e["run"],
-                e["n"],
-                e["mean"],
-                e["ci95_low"],
-                e["ci95_high"],
-                e["delta_percent"],
-                e["ratio_low"],
-                e["ratio_high"],
-                e["p_value"],
-                e["p_adjusted"],
-                e["verdict"],
-                e["verdict_text"],
-            ]
+    # The API's column set (benchdb/results/exports.py), streamed.
+    return exports.comparison_csv_response(context["data"])
+
+
+def run_export(request):
+    """The browse page's filters as a CSV (or JSON) export, a page at a time:
+    the same rows and columns as /api/v1/runs/export/."""
+    try:
+        filterset = reads.browse(request.GET)
+    except reads.FilterError as exc:
+        return _bad_request_text(
+            "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.errors.items())
         )
-    return response
+    fmt = "json" if request.GET.get("format") == "json" else "csv"
+    try:
+        return exports.run_export_response(request, filterset.qs, fmt)
+    except exports.ExportError as exc:
+        return _bad_request_text(f"{exc.parameter}: {exc}")
 
 
 @require_POST

@@ -173,7 +173,8 @@ def test_it_exports_a_comparison_as_csv(api, trio):
     response = api.get(f"/api/v1/compare/?runs={ids}&format=csv")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    text = b"".join(response.streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
     expected = sum(len(m["runs"]) for t in body["tests"] for m in t["metrics"])
     assert len(rows) == expected
     row = next(

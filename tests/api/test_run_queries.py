@@ -136,10 +136,11 @@ def test_it_exports_a_filtered_run_list_as_csv_and_json(api, fio, catalogue):
     url = "/api/v1/runs/export/?cache_mode=none"
     response = api.get(url + "&format=csv")
     assert response.status_code == 200
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    text = b"".join(response.streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
     assert {r["run_id"] for r in rows} == {str(catalogue["none-ssd"].pk)}
     assert {r["test_id"] for r in rows} == {READ}
-    data = api.get(url + "&format=json").json()
+    data = json.loads(b"".join(api.get(url + "&format=json").streaming_content))
     assert len(data["rows"]) == 1
     assert data["rows"][0]["iops_mean"] == pytest.approx(float(rows[0]["iops_mean"]))
     assert data["rows"][0]["stats"]["directions"]["read"]["iops"]["n"] == 3

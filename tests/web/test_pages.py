@@ -125,7 +125,8 @@ def test_save_and_share(client, reference):
 def test_csv_download(client, reference):
     ids = f"{reference['none'].pk},{reference['writeback'].pk}"
     response = client.get(f"/compare/csv/?runs={ids}")
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    text = b"".join(response.streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
     assert [r["run"] for r in rows] == [
         str(reference["none"].pk),
         str(reference["writeback"].pk),

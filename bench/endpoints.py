@@ -1,0 +1,444 @@
+"""Every API endpoint and page, each beside the hand-written SQL answering
+the same question, so both are timed in the same run on the same data.
+
+The SQL is what a person would write for the answer the endpoint gives: the
+same rows, filters and ordering, fetched completely by psycopg; it is the
+floor the service is measured against (target: p95 <= 2 x SQL + 5 ms).
+For pages that summarise (reports, browse facets) the SQL is the summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The run list columns the list serializer shows (and the browse page).
+RUN_COLS = """r.id, r.uuid, r.title, r.role, r.platform, r.virtualization,
+ r.hypervisor_version, r.os_name, r.kernel, r.cache_mode, r.aio_mode, r.iothread,
+ r.image_format, r.storage_backend, r.disk_bus, r.guest_filesystem,
+ r.host_filesystem, r.suite_id, r.suite_version, r.profile, r.agent_version,
+ r.ran_at, r.source, r.citation, r.citation_url, r.notes, r.visibility,
+ r.pair_id, r.baseline_id, r.suspect, r.suspect_reasons, r.hidden,
+ r.hidden_reason, r.owner_id, r.created, r.updated,
+ h.id, h.disk_type, h.raid_level, h.cpu_cores, h.cpu_threads, h.memory_bytes,
+ h.disk_count, h.disk_size_bytes, c.name, d.name"""
+RUN_JOIN = """results_run r
+ LEFT JOIN results_hardware h ON h.id = r.hardware_id
+ LEFT JOIN results_cpumodel c ON c.id = h.cpu_model_id
+ LEFT JOIN results_diskmodel d ON d.id = h.disk_model_id"""
+VISIBLE = "r.visibility = 'public' AND NOT r.hidden"
+EXPORT_COLS = """r.id, r.uuid, r.created, r.ran_at, r.role, r.platform,
+ r.virtualization, r.cache_mode, r.aio_mode, r.iothread, r.image_format,
+ r.storage_backend, r.disk_bus, h.disk_type, d.name, c.name, r.suite_id,
+ r.suite_version, r.source, r.suspect, r.baseline_id, x.test_id,
+ x.comparability_key, x.tool, x.repeat_count, x.iops_mean, x.bw_bytes_mean,
+ x.lat_mean_ns_mean"""
+FACETS = (
+    "r.role",
+    "r.platform",
+    "r.virtualization",
+    "r.cache_mode",
+    "r.aio_mode",
+    "r.image_format",
+    "r.storage_backend",
+    "r.disk_bus",
+    "r.source",
+    "h.disk_type",
+    "h.raid_level",
+)
+
+
+@dataclass
+class Endpoint:
+    name: str
+    url: str
+    sql: list[tuple[str, list]]
+    kind: str = "api"  # api | page | export
+    # Only measured once (slow, large): no p95 target, bytes and time.
+    heavy: bool = False
+    targets: bool = True
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _compare_sql(ids: list[int]) -> list[tuple[str, list]]:
+    return [
+        (f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE r.id = ANY(%s)", [ids]),
+        (
+            'SELECT x.id, x.run_id, x.test_id, x.title, x."group", x.tool, '
+            "x.comparability_key, x.stats -> 'main_direction' FROM results_result x "
+            "WHERE x.run_id = ANY(%s) AND x.comparable ORDER BY x.test_id, x.run_id",
+            [ids],
+        ),
+        (
+            "SELECT m.* FROM results_measurement m JOIN results_result x "
+            "ON x.id = m.result_id WHERE x.run_id = ANY(%s) AND x.comparable "
+            "ORDER BY m.result_id, m.repeat, m.direction, m.job",
+            [ids],
+        ),
+    ]
+
+
+def build(ctx: dict) -> list[Endpoint]:
+    """The endpoint list for a database; ``ctx`` names the runs to ask about
+    (see ``pick_context``)."""
+    run = ctx["guest"]
+    host = ctx["host"]
+    two = ctx["compare"][:2]
+    ten = ctx["compare"][:10]
+    test = ctx["test_id"]
+    ten_csv = ",".join(map(str, ten))
+    two_csv = ",".join(map(str, two))
+    list_where = (
+        f"{VISIBLE} AND r.cache_mode IN ('none') AND h.disk_type IN ('nvme-ssd')"
+    )
+    facet_sets = ", ".join(f"({f})" for f in FACETS)
+    out = [
+        Endpoint(
+            "API run list, filtered",
+            "/api/v1/runs/?cache_mode=none&disk_type=nvme-ssd",
+            [
+                (f"SELECT count(*) FROM {RUN_JOIN} WHERE {list_where}", []),
+                (
+                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {list_where} "
+                    "ORDER BY r.created DESC, r.id DESC LIMIT 50",
+                    [],
+                ),
+            ],
+        ),
+        Endpoint(
+            f"API run list, page {ctx['page']}",
+            f"/api/v1/runs/?page={ctx['page']}",
+            [
+                (f"SELECT count(*) FROM {RUN_JOIN} WHERE {VISIBLE}", []),
+                (
+                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "ORDER BY r.created DESC, r.id DESC LIMIT 50 OFFSET %s",
+                    [50 * ctx["page"] - 50],
+                ),
+            ],
+            notes="offset pagination",
+        ),
+        Endpoint(
+            "API run detail",
+            f"/api/v1/runs/{run}/",
+            [
+                (
+                    f"SELECT {RUN_COLS}, r.environment, r.tags, r.warnings "
+                    f"FROM {RUN_JOIN} WHERE r.id = %s",
+                    [run],
+                ),
+                (
+                    "SELECT * FROM results_result WHERE run_id = %s "
+                    'ORDER BY "group", test_id',
+                    [run],
+                ),
+                (
+                    "SELECT m.* FROM results_measurement m JOIN results_result x "
+                    "ON x.id = m.result_id WHERE x.run_id = %s "
+                    "ORDER BY m.result_id, m.repeat, m.direction, m.job",
+                    [run],
+                ),
+                (
+                    "SELECT o.id, o.result_id, o.repeat, o.format FROM "
+                    "results_rawoutput o JOIN results_result x ON x.id = o.result_id "
+                    "WHERE x.run_id = %s",
+                    [run],
+                ),
+                (
+                    "SELECT x.* FROM results_result x JOIN results_run r "
+                    "ON r.baseline_id = x.run_id WHERE r.id = %s",
+                    [run],
+                ),
+            ],
+        ),
+        Endpoint(
+            "API compare, 2 runs",
+            f"/api/v1/compare/?runs={two_csv}",
+            _compare_sql(two),
+        ),
+        Endpoint(
+            "API compare, 10 runs",
+            f"/api/v1/compare/?runs={ten_csv}",
+            _compare_sql(ten),
+        ),
+        Endpoint(
+            "page compare, 10 runs",
+            f"/compare/?runs={ten_csv}",
+            _compare_sql(ten),
+            kind="page",
+        ),
+        Endpoint(
+            "page compare, guest+host",
+            f"/compare/?runs={run},{host}",
+            _compare_sql([run, host]),
+            kind="page",
+            notes="two full seed-profile runs",
+        ),
+        Endpoint(
+            "page run",
+            f"/runs/{run}/",
+            [
+                (f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE r.id = %s", [run]),
+                (
+                    "SELECT * FROM results_result WHERE run_id = %s "
+                    'ORDER BY "group", test_id',
+                    [run],
+                ),
+                (
+                    "SELECT m.* FROM results_measurement m JOIN results_result x "
+                    "ON x.id = m.result_id WHERE x.run_id = %s "
+                    "ORDER BY m.result_id, m.repeat",
+                    [run],
+                ),
+                (
+                    "SELECT x.* FROM results_result x JOIN results_run r "
+                    "ON r.baseline_id = x.run_id WHERE r.id = %s",
+                    [run],
+                ),
+            ],
+            kind="page",
+        ),
+        Endpoint(
+            "page home",
+            "/",
+            [
+                (
+                    "SELECT count(*), count(DISTINCT r.hardware_id) FROM "
+                    f"results_run r WHERE {VISIBLE}",
+                    [],
+                ),
+                (
+                    "SELECT r.cache_mode, r.storage_backend, r.platform, "
+                    f"h.disk_type, count(*) FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "GROUP BY GROUPING SETS ((r.cache_mode), (r.storage_backend), "
+                    "(r.platform), (h.disk_type))",
+                    [],
+                ),
+                (
+                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "ORDER BY r.created DESC, r.id DESC LIMIT 10",
+                    [],
+                ),
+            ],
+            kind="page",
+        ),
+        Endpoint(
+            "page browse /runs/",
+            "/runs/",
+            [
+                (
+                    f"SELECT {', '.join(FACETS)}, count(*) FROM {RUN_JOIN} "
+                    f"WHERE {VISIBLE} GROUP BY GROUPING SETS ({facet_sets})",
+                    [],
+                ),
+                (
+                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "ORDER BY r.created DESC, r.id DESC LIMIT 50",
+                    [],
+                ),
+            ],
+            kind="page",
+            notes="count + 11 facets + page",
+        ),
+        Endpoint(
+            "page browse, filtered",
+            "/runs/?cache_mode=none&cache_mode=writeback&disk_type=hdd",
+            [
+                (
+                    f"SELECT {', '.join(FACETS)}, count(*) FROM {RUN_JOIN} "
+                    f"WHERE {VISIBLE} AND r.cache_mode IN ('none', 'writeback') "
+                    f"AND h.disk_type IN ('hdd') GROUP BY GROUPING SETS ({facet_sets})",
+                    [],
+                ),
+                (
+                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "AND r.cache_mode IN ('none', 'writeback') "
+                    "AND h.disk_type IN ('hdd') "
+                    "ORDER BY r.created DESC, r.id DESC LIMIT 50",
+                    [],
+                ),
+            ],
+            kind="page",
+        ),
+        Endpoint(
+            "page cache-mode report",
+            "/reports/cache-modes/",
+            [
+                (
+                    "SELECT r.hardware_id, r.platform, r.storage_backend, "
+                    "r.image_format, r.disk_bus, r.aio_mode, r.suite_id, "
+                    "r.suite_version, count(*), count(DISTINCT r.cache_mode) "
+                    f"FROM results_run r WHERE {VISIBLE} AND r.role = 'guest' "
+                    "AND r.cache_mode IN ('none', 'writethrough', 'writeback', "
+                    "'directsync', 'unsafe') GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 "
+                    "HAVING count(DISTINCT r.cache_mode) > 1 ORDER BY count(*) DESC "
+                    "LIMIT 50",
+                    [],
+                ),
+                *_compare_sql(ctx["compare"][:5]),
+            ],
+            kind="page",
+            notes="groups summary + one group compared",
+        ),
+        Endpoint(
+            "page overhead report",
+            "/reports/overhead/",
+            [
+                (
+                    "SELECT g.test_id, count(*), "
+                    "percentile_cont(0.5) WITHIN GROUP (ORDER BY "
+                    "g.iops_mean / NULLIF(b.iops_mean, 0)), "
+                    "avg(g.bw_bytes_mean / NULLIF(b.bw_bytes_mean, 0)) "
+                    "FROM results_run r JOIN results_result g ON g.run_id = r.id "
+                    "JOIN results_result b ON b.run_id = r.baseline_id "
+                    "AND b.comparability_key = g.comparability_key "
+                    f"WHERE {VISIBLE} AND r.role = 'guest' GROUP BY g.test_id",
+                    [],
+                ),
+                (
+                    "SELECT r.id, r.baseline_id, g.test_id, g.iops_mean, b.iops_mean "
+                    "FROM results_run r JOIN results_result g ON g.run_id = r.id "
+                    "JOIN results_result b ON b.run_id = r.baseline_id "
+                    "AND b.comparability_key = g.comparability_key "
+                    f"WHERE {VISIBLE} AND r.role = 'guest' "
+                    "ORDER BY r.created DESC, r.id DESC, g.test_id LIMIT 50",
+                    [],
+                ),
+            ],
+            kind="page",
+            notes="summary per test + one page of pairs",
+        ),
+        Endpoint(
+            "API aggregates",
+            f"/api/v1/aggregates/?test_id={test}&metric=iops&group_by=cache_mode",
+            [
+                (
+                    "SELECT x.comparability_key, count(*) FROM results_result x "
+                    "JOIN results_run r ON r.id = x.run_id "
+                    f"WHERE {VISIBLE} AND NOT r.suspect AND x.test_id = %s "
+                    "AND x.comparable AND x.iops_mean IS NOT NULL "
+                    "GROUP BY 1 ORDER BY 2 DESC LIMIT 1",
+                    [test],
+                ),
+                (
+                    "SELECT r.cache_mode, count(x.iops_mean), min(x.iops_mean), "
+                    "percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP "
+                    "(ORDER BY x.iops_mean), max(x.iops_mean) "
+                    "FROM results_result x JOIN results_run r ON r.id = x.run_id "
+                    f"WHERE {VISIBLE} AND NOT r.suspect AND x.test_id = %s "
+                    "AND x.comparable AND x.iops_mean IS NOT NULL "
+                    "AND x.comparability_key = %s "
+                    "GROUP BY GROUPING SETS ((), (r.cache_mode))",
+                    [test, ctx["key"]],
+                ),
+            ],
+        ),
+        Endpoint(
+            "API similar systems",
+            f"/api/v1/runs/{run}/similar/?test_id={test}&metric=iops",
+            [
+                (
+                    "SELECT x.iops_mean FROM results_result x "
+                    "JOIN results_run r ON r.id = x.run_id "
+                    "LEFT JOIN results_hardware h ON h.id = r.hardware_id "
+                    f"WHERE {VISIBLE} AND NOT r.suspect AND x.comparability_key = %s "
+                    "AND x.comparable AND x.iops_mean IS NOT NULL "
+                    "AND h.disk_type = %s ORDER BY x.iops_mean",
+                    [ctx["key"], ctx["disk_type"]],
+                ),
+            ],
+            notes="population of values",
+        ),
+        Endpoint(
+            "API hardware list",
+            "/api/v1/hardware/",
+            [
+                (
+                    "SELECT h.*, c.name, d.name, n.runs FROM results_hardware h "
+                    "JOIN (SELECT r.hardware_id, count(*) AS runs FROM results_run r "
+                    f"WHERE {VISIBLE} GROUP BY 1) n ON n.hardware_id = h.id "
+                    "LEFT JOIN results_cpumodel c ON c.id = h.cpu_model_id "
+                    "LEFT JOIN results_diskmodel d ON d.id = h.disk_model_id "
+                    "ORDER BY h.id LIMIT 50",
+                    [],
+                ),
+            ],
+        ),
+        Endpoint(
+            "API export JSON, filtered",
+            "/api/v1/runs/export/?format=json&cache_mode=none&disk_type=hdd",
+            [
+                (
+                    f"SELECT {EXPORT_COLS}, x.stats FROM results_result x "
+                    f"JOIN {RUN_JOIN} ON r.id = x.run_id WHERE x.run_id IN "
+                    f"(SELECT r.id FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "AND r.cache_mode = 'none' AND h.disk_type = 'hdd' "
+                    "ORDER BY r.id LIMIT 500) ORDER BY x.run_id, x.test_id",
+                    [],
+                ),
+            ],
+            kind="export",
+            notes="one page (500 runs) of a cursor-paginated export",
+        ),
+        Endpoint(
+            "API export CSV, all (page 1)",
+            "/api/v1/runs/export/?format=csv",
+            [
+                (
+                    f"SELECT {EXPORT_COLS} FROM results_result x "
+                    f"JOIN {RUN_JOIN} ON r.id = x.run_id WHERE x.run_id IN "
+                    f"(SELECT r.id FROM results_run r WHERE {VISIBLE} "
+                    "ORDER BY r.id LIMIT 500) ORDER BY x.run_id, x.test_id",
+                    [],
+                ),
+            ],
+            kind="export",
+            notes="first page (500 runs) of the cursor-paginated export",
+        ),
+    ]
+    return out
+
+
+def full_export_sql() -> str:
+    return (
+        f"SELECT {EXPORT_COLS} FROM results_result x JOIN {RUN_JOIN} "
+        f"ON r.id = x.run_id WHERE {VISIBLE} ORDER BY x.run_id, x.test_id"
+    )
+
+
+def pick_context() -> dict:
+    """The runs the endpoints ask about: a recent public guest with a
+    baseline, and runs of the same seed for comparisons."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT r.id, r.baseline_id, h.disk_type FROM results_run r "
+            "LEFT JOIN results_hardware h ON h.id = r.hardware_id "
+            f"WHERE {VISIBLE} AND r.role = 'guest' AND r.baseline_id IS NOT NULL "
+            "ORDER BY r.created DESC, r.id DESC LIMIT 1"
+        )
+        guest, host, disk_type = cur.fetchone()
+        cur.execute(
+            f"SELECT r.id FROM results_run r WHERE {VISIBLE} AND r.role = 'guest' "
+            "ORDER BY r.created DESC, r.id DESC LIMIT 10"
+        )
+        compare = [row[0] for row in cur.fetchall()]
+        cur.execute(
+            "SELECT test_id, comparability_key FROM results_result "
+            "WHERE run_id = %s AND iops_mean IS NOT NULL "
+            "ORDER BY (test_id = 'fio-rand-read-4k-q1t1') DESC, test_id LIMIT 1",
+            [guest],
+        )
+        test_id, key = cur.fetchone()
+        cur.execute(f"SELECT count(*) FROM results_run r WHERE {VISIBLE}")
+        pages = -(-cur.fetchone()[0] // 50)
+    return {
+        "guest": guest,
+        "host": host,
+        "disk_type": disk_type,
+        "compare": compare,
+        "test_id": test_id,
+        "key": key,
+        "page": max(1, min(200, pages)),
+    }

@@ -1,0 +1,258 @@
+"""Ingest throughput end to end: real bundles uploaded to gunicorn, stored by
+a real Celery worker, against a bulk INSERT of the same rows.
+
+1. N copies of the seed bundles (new bundle ids) are POSTed to
+   ``/api/v1/submissions/`` on gunicorn (2 workers, 2 client threads): the
+   API validates each (re-parsing every raw output) and queues it;
+2. gunicorn stops; a worker (``--concurrency 2``, prefork) starts on the
+   broker under test and the clock runs from its "ready" line until every
+   submission is ``done``;
+3. the same rows (runs, results, measurements, raw outputs) are copied once
+   more with one ``INSERT ... SELECT`` per table: the database's own floor.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _post_all(port: int, bodies: list[bytes], threads: int = 2) -> float:
+    todo = list(enumerate(bodies))
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                _i, body = todo.pop()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+            conn.request(
+                "POST",
+                "/api/v1/submissions/",
+                body=body,
+                headers={"Content-Type": "application/json"},
+            )
+            response = conn.getresponse()
+            text = response.read()
+            conn.close()
+            if response.status != 202:
+                errors.append(f"{response.status} {text[:300]!r}")
+
+    t0 = time.perf_counter()
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    if errors:
+        raise SystemExit(f"bench: upload refused: {errors[0]}")
+    return time.perf_counter() - t0
+
+
+def _worker(env: dict, log: Path) -> subprocess.Popen:
+    handle = log.open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "benchdb",
+            "worker",
+            "--concurrency=2",
+            "--loglevel=WARNING",
+            "-E",
+            f"--hostname=bench-{uuid.uuid4().hex[:8]}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _done_count(ids: list[str]) -> tuple[int, int]:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FILTER (WHERE status = 'done'), "
+            "count(*) FILTER (WHERE status = 'failed') FROM results_submission "
+            "WHERE bundle_id = ANY(%s::uuid[])",
+            [ids],
+        )
+        return cur.fetchone()
+
+
+def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
+    from bench.timing import Server
+
+    bodies, ids = [], []
+    for i in range(count):
+        bundle = dict(bundles[i % len(bundles)])
+        bundle["bundle_id"] = str(uuid.uuid4())
+        bundle["pair_id"] = None
+        ids.append(bundle["bundle_id"])
+        bodies.append(json.dumps(bundle).encode())
+    size = sum(len(b) for b in bodies) / len(bodies)
+    workdir = Path(tempfile.mkdtemp(prefix="benchdb-bench-broker-"))
+    env = {
+        **os.environ,
+        "DATABASE_URL": dsn,
+        "PYTHONPATH": f"{ROOT / 'agent'}:{ROOT}",
+        "SUBMISSION_THROTTLE": "100000000/hour",
+    }
+    if broker == "redis":
+        env["CELERY_BROKER_URL"] = os.environ.get(
+            "BENCH_REDIS_URL", "redis://127.0.0.1:6379/7"
+        )
+    else:
+        env.pop("CELERY_BROKER_URL", None)
+        env["BENCHDB_BROKER_DIR"] = str(workdir / "broker")
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    if broker != "redis":
+        os.environ.pop("CELERY_BROKER_URL", None)
+    lines = []
+    try:
+        if broker == "redis":
+            import redis
+
+            redis.Redis.from_url(env["CELERY_BROKER_URL"]).delete("celery")
+        server = Server(dsn)
+        try:
+            upload = _post_all(server.port, bodies)
+        finally:
+            server.stop()
+        proc = _worker(env, workdir / "worker.log")
+        try:
+            deadline = time.monotonic() + 120
+            while "ready" not in (workdir / "worker.log").read_text():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(
+                        "bench: worker did not start: "
+                        + (workdir / "worker.log").read_text()[-2000:]
+                    )
+                time.sleep(0.05)
+            t0 = time.perf_counter()
+            deadline = time.monotonic() + max(120, count * 5)
+            while True:
+                done, failed = _done_count(ids)
+                if done + failed >= count or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            elapsed = time.perf_counter() - t0
+        finally:
+            _stop(proc)
+        lines.append(
+            f"ingest via {broker} broker: {count} bundles of {size / 1024:.0f} KiB "
+            f"({len(bundles[0]['tests'])} tests): upload {count / upload:.1f}/s "
+            f"(API validation, 2 gunicorn workers); worker (concurrency 2) "
+            f"{done / elapsed:.1f} bundles/s, {done} done, {failed} failed"
+        )
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(workdir, ignore_errors=True)
+    return lines
+
+
+def bulk_insert_floor(count: int) -> str:
+    """The same rows copied by one INSERT ... SELECT per table: bundles/s."""
+    from django.db import connection, transaction
+
+    from bench.data import _columns, _insert_select
+    from benchdb.results.models import Measurement, RawOutput, Result, Run
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT run_id FROM results_submission WHERE status = 'done' "
+            "ORDER BY id DESC LIMIT %s",
+            [count],
+        )
+        run_ids = [r[0] for r in cur.fetchall()]
+    t0 = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute(
+            "CREATE TEMP TABLE floor_map ON COMMIT DROP AS SELECT "
+            "nextval(pg_get_serial_sequence('results_run', 'id')) AS run_id, "
+            "id AS seed_id FROM results_run WHERE id = ANY(%s)",
+            [run_ids],
+        )
+        cols = _columns(Run)
+        cur.execute(
+            _insert_select(
+                "results_run",
+                cols,
+                {"id": "m.run_id", "uuid": "gen_random_uuid()", "baseline_id": "NULL"},
+                "FROM floor_map m JOIN results_run s ON s.id = m.seed_id",
+            )
+        )
+        cur.execute(
+            "CREATE TEMP TABLE floor_rmap ON COMMIT DROP AS SELECT "
+            "nextval(pg_get_serial_sequence('results_result', 'id')) AS result_id, "
+            "m.run_id, r.id AS seed_result_id FROM floor_map m "
+            "JOIN results_result r ON r.run_id = m.seed_id"
+        )
+        cur.execute(
+            _insert_select(
+                "results_result",
+                _columns(Result),
+                {"id": "m.result_id", "run_id": "m.run_id"},
+                "FROM floor_rmap m JOIN results_result s ON s.id = m.seed_result_id",
+            )
+        )
+        for model in (Measurement, RawOutput):
+            table = model._meta.db_table
+            cur.execute(
+                _insert_select(
+                    table,
+                    [c for c in _columns(model) if c != "id"],
+                    {"result_id": "m.result_id"},
+                    f"FROM floor_rmap m JOIN {table} s "
+                    "ON s.result_id = m.seed_result_id",
+                )
+            )
+    elapsed = time.perf_counter() - t0
+    return (
+        f"bulk INSERT ... SELECT of the same rows ({len(run_ids)} runs with "
+        f"results, measurements, raw outputs): {len(run_ids) / elapsed:.0f} "
+        "bundles/s"
+    )
+
+
+def run(bundles: list[dict], count: int, dsn: str) -> list[str]:
+    lines = []
+    for broker in ("filesystem", "redis"):
+        lines += one_broker(bundles, count, dsn, broker)
+    lines.append(bulk_insert_floor(count))
+    return lines

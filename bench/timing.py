@@ -1,0 +1,199 @@
+"""Timing: a real gunicorn (2 sync workers) against the bench database, the
+hand-written SQL through psycopg, and queries per request in-process."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """gunicorn -w 2 on a free port, with the bench database."""
+
+    def __init__(self, database_url: str, workers: int = 2):
+        self.port = free_port()
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "DEBUG": "false",
+            "DB_CONN_MAX_AGE": "600",
+            "PYTHONPATH": f"{ROOT / 'agent'}:{ROOT}",
+            "ANON_THROTTLE": "100000000/hour",
+        }
+        self.proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "gunicorn"),
+                "benchdb.wsgi:application",
+                "--workers",
+                str(workers),
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--timeout",
+                "600",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                self.get("/api/v1/vocabularies/")
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise SystemExit(
+                        "bench: gunicorn exited: " + self.proc.stderr.read().decode()
+                    ) from None
+                time.sleep(0.3)
+        raise SystemExit("bench: gunicorn did not answer within 60 s")
+
+    def get(self, url: str) -> tuple[int, int, float]:
+        """(status, body bytes, seconds) of one GET, body read to the end."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
+        t0 = time.perf_counter()
+        conn.request("GET", url)
+        response = conn.getresponse()
+        size = 0
+        while True:
+            chunk = response.read(1 << 16)
+            if not chunk:
+                break
+            size += len(chunk)
+        elapsed = time.perf_counter() - t0
+        conn.close()
+        return response.status, size, elapsed
+
+    def worker_pids(self) -> list[int]:
+        out = subprocess.run(
+            ["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True
+        )
+        return [int(p) for p in out.stdout.split()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def sample(fn, rounds: int, budget_s: float) -> list[float]:
+    """Up to ``rounds`` timings of ``fn`` (after one warm-up), stopping early
+    once ``budget_s`` is spent (at least three)."""
+    fn()
+    times: list[float] = []
+    start = time.monotonic()
+    while len(times) < rounds:
+        times.append(fn())
+        if len(times) >= 3 and time.monotonic() - start > budget_s:
+            break
+    return times
+
+
+def sql_timer(dsn: str):
+    import psycopg
+
+    conn = psycopg.connect(dsn, autocommit=True)
+
+    def run(statements: list[tuple[str, list]]) -> float:
+        t0 = time.perf_counter()
+        with conn.cursor() as cur:
+            for sql, params in statements:
+                cur.execute(sql, params or None)
+                if cur.description is not None:
+                    cur.fetchall()
+        return time.perf_counter() - t0
+
+    return conn, run
+
+
+def count_queries(url: str) -> int:
+    """Queries one request makes, in-process (Django test client)."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+        if getattr(response, "streaming", False):
+            for _ in response.streaming_content:
+                pass
+    return len(ctx.captured_queries)
+
+
+def export_rss(database_url: str, what: str) -> dict:
+    """Peak RSS of one export in a fresh process: ``dump`` (the worker's full
+    compressed dump) or a URL streamed through the test client."""
+    code = r"""
+import json, os, resource, sys, time, warnings
+warnings.filterwarnings("ignore")
+import django
+django.setup()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+what = sys.argv[1]
+t0 = time.perf_counter()
+size = 0
+if what == "dump":
+    from benchdb.results.tasks import public_dump, dump_dir
+    stem = public_dump()
+    size = sum(p.stat().st_size for p in dump_dir().glob(stem + ".*"))
+else:
+    from django.test import Client
+    response = Client().get(what)
+    assert response.status_code == 200, response.status_code
+    if getattr(response, "streaming", False):
+        for chunk in response.streaming_content:
+            size += len(chunk)
+    else:
+        size = len(response.content)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"before_kib": before, "peak_kib": after, "bytes": size,
+                  "seconds": time.perf_counter() - t0}))
+"""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DJANGO_SETTINGS_MODULE": "benchdb.settings",
+        "PYTHONPATH": f"{ROOT / 'agent'}:{ROOT}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code, what],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,0 +1,293 @@
+"""Exports: CSV and JSON streamed in constant memory, one column set for all.
+
+A run-list export is one row per run and test (``EXPORT_COLUMNS``), the same
+columns in the API (``/api/v1/runs/export/``), the browse page's download
+(``/runs/export/``) and the worker's full dump (``tasks.public_dump``).  A
+comparison's CSV has its own single column set (``COMPARE_COLUMNS``), shared by
+the API and the compare page.
+
+How it stays in constant memory:
+
+- rows come from one ``values_list`` query (only the exported columns, never
+  the raw outputs) read through a server-side cursor *inside a transaction*:
+  Django opens its named cursors ``WITH HOLD`` in autocommit, which makes
+  PostgreSQL materialise the whole result before the first row; inside a
+  transaction the cursor is a plain one and rows flow as they are found;
+- responses are ``StreamingHttpResponse`` generators writing 64 KiB chunks;
+- filtered exports are pages of at most ``limit`` runs (all of their tests),
+  chained by a keyset cursor on the run id (``?cursor=<last run id>``, given
+  in the ``Link: <...>; rel="next"`` header and in JSON's ``next``), so no
+  request holds a database snapshot for the whole table; everything at once
+  is the worker's compressed dump, served as a file (``/api/v1/dump/``).
+
+A CSV cell that a spreadsheet would run as a formula (starting with ``=``,
+``+``, ``-``, ``@``, tab or carriage return) is written with a leading ``'``
+(OWASP "CSV injection"); numbers are written as numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
+
+# One row per run and test: name -> ORM path from Result.
+EXPORT_FIELDS = {
+    "run_id": "run_id",
+    "run_uuid": "run__uuid",
+    "created": "run__created",
+    "ran_at": "run__ran_at",
+    "role": "run__role",
+    "platform": "run__platform",
+    "virtualization": "run__virtualization",
+    "cache_mode": "run__cache_mode",
+    "aio_mode": "run__aio_mode",
+    "iothread": "run__iothread",
+    "image_format": "run__image_format",
+    "storage_backend": "run__storage_backend",
+    "disk_bus": "run__disk_bus",
+    "disk_type": "run__hardware__disk_type",
+    "disk_model": "run__hardware__disk_model__name",
+    "cpu_model": "run__hardware__cpu_model__name",
+    "suite_id": "run__suite_id",
+    "suite_version": "run__suite_version",
+    "source": "run__source",
+    "suspect": "run__suspect",
+    "baseline_id": "run__baseline_id",
+    "test_id": "test_id",
+    "comparability_key": "comparability_key",
+    "tool": "tool",
+    "repeat_count": "repeat_count",
+    "iops_mean": "iops_mean",
+    "bw_bytes_mean": "bw_bytes_mean",
+    "lat_mean_ns_mean": "lat_mean_ns_mean",
+}
+EXPORT_COLUMNS = tuple(EXPORT_FIELDS)
+
+# A comparison flattened: one row per test, metric and run (API and page).
+COMPARE_COLUMNS = (
+    "test_id",
+    "comparability_key",
+    "metric",
+    "unit",
+    "run",
+    "reference",
+    "n",
+    "mean",
+    "stdev",
+    "ci95_low",
+    "ci95_high",
+    "delta_percent",
+    "gmean",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
+    "p_value",
+    "p_adjusted",
+    "verdict",
+    "verdict_text",
+)
+
+# Runs per page of a filtered export (all of each run's tests).
+PAGE_RUNS = 500
+MAX_PAGE_RUNS = 5000
+CHUNK_BYTES = 64 * 1024
+CURSOR_ROWS = 2000
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class ExportError(ValueError):
+    """A bad export parameter (cursor, limit), with the parameter's name."""
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(message)
+        self.parameter = parameter
+
+
+def csv_cell(value) -> str | int | float:
+    """A value as a CSV cell: numbers as numbers, text defused."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | Decimal):
+        return value
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    text = str(value)
+    if text.startswith(FORMULA_START):
+        return "'" + text
+    return text
+
+
+def json_value(value):
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | Decimal):
+        return str(value)
+    return value
+
+
+def result_rows(runs: QuerySet, *, stats: bool = False) -> Iterator[tuple]:
+    """Tuples in ``EXPORT_COLUMNS`` order (plus the stats dict when asked) for
+    every result of ``runs``, ordered by run id and test id.
+
+    A server-side cursor inside a transaction: rows stream as PostgreSQL finds
+    them, ``CURSOR_ROWS`` at a time.  Iterate to the end or close the
+    generator (a closed generator ends the transaction).
+    """
+    from benchdb.results.models import Result
+
+    paths = list(EXPORT_FIELDS.values()) + (["stats"] if stats else [])
+    qs = (
+        Result.objects.filter(run__in=runs.order_by().values("pk"))
+        .order_by("run_id", "test_id")
+        .values_list(*paths)
+    )
+    with transaction.atomic():
+        yield from qs.iterator(chunk_size=CURSOR_ROWS)
+
+
+def page_of_runs(
+    runs: QuerySet, cursor: str | None, limit: str | int | None
+) -> tuple[list[int], int | None]:
+    """The run ids of one export page (ascending) and the next page's cursor.
+
+    One small query over run ids: ``limit + 1`` ids after ``cursor``.
+    """
+    after = 0
+    if cursor not in (None, ""):
+        try:
+            after = int(cursor)
+        except (TypeError, ValueError):
+            raise ExportError("cursor", "cursor must be a run id") from None
+        if after < 0:
+            raise ExportError("cursor", "cursor must be a run id")
+    size = PAGE_RUNS
+    if limit not in (None, ""):
+        try:
+            size = int(limit)
+        except (TypeError, ValueError):
+            raise ExportError("limit", "limit must be a whole number") from None
+        if not 1 <= size <= MAX_PAGE_RUNS:
+            raise ExportError("limit", f"limit must be within 1..{MAX_PAGE_RUNS}")
+    ids = list(
+        runs.order_by()
+        .filter(pk__gt=after)
+        .order_by("pk")
+        .values_list("pk", flat=True)[: size + 1]
+    )
+    if len(ids) > size:
+        return ids[:size], ids[size - 1]
+    return ids, None
+
+
+def _chunks(pieces: Iterable[str]) -> Iterator[bytes]:
+    buf: list[str] = []
+    size = 0
+    for piece in pieces:
+        buf.append(piece)
+        size += len(piece)
+        if size >= CHUNK_BYTES:
+            yield "".join(buf).encode("utf-8")
+            buf, size = [], 0
+    if buf:
+        yield "".join(buf).encode("utf-8")
+
+
+class _Line:
+    """A file-like object whose write returns the line (csv.writer target)."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_lines(columns: Iterable[str], rows: Iterable[Iterable]) -> Iterator[str]:
+    writer = csv.writer(_Line())
+    yield writer.writerow(list(columns))
+    for row in rows:
+        yield writer.writerow([csv_cell(v) for v in row])
+
+
+def json_document(
+    columns: tuple[str, ...], rows: Iterable[tuple], next_url: str | None
+) -> Iterator[str]:
+    """``{"columns": [...], "rows": [{...}, ...], "next": url}`` piece by piece;
+    a row's 29th value (when present) is its ``stats``."""
+    yield '{"columns": ' + json.dumps(list(columns)) + ', "rows": ['
+    first = True
+    for row in rows:
+        obj = {c: json_value(v) for c, v in zip(columns, row, strict=False)}
+        if len(row) > len(columns):
+            obj["stats"] = row[len(columns)]
+        yield ("" if first else ", ") + json.dumps(obj, default=str)
+        first = False
+    yield '], "next": ' + json.dumps(next_url) + "}"
+
+
+def run_export_response(
+    request, runs: QuerySet, fmt: str, filename: str = "benchdb-runs"
+) -> StreamingHttpResponse:
+    """One page of a run-list export, streamed (``fmt``: csv or json).
+
+    Raises ExportError for a bad ``cursor`` or ``limit`` parameter.
+    """
+    ids, next_cursor = page_of_runs(
+        runs, request.GET.get("cursor"), request.GET.get("limit")
+    )
+    from benchdb.results.models import Run
+
+    page = Run.objects.filter(pk__in=ids)
+    next_url = None
+    if next_cursor is not None:
+        query = request.GET.copy()
+        query["cursor"] = str(next_cursor)
+        next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
+    if fmt == "csv":
+        body = csv_lines(EXPORT_COLUMNS, result_rows(page))
+        response = StreamingHttpResponse(
+            _chunks(body), content_type="text/csv; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
+    else:
+        body = json_document(EXPORT_COLUMNS, result_rows(page, stats=True), next_url)
+        response = StreamingHttpResponse(_chunks(body), content_type="application/json")
+    if next_url:
+        response["Link"] = f'<{next_url}>; rel="next"'
+        response["X-Next-Cursor"] = str(next_cursor)
+    response["X-Page-Runs"] = str(len(ids))
+    return response
+
+
+def comparison_rows(result: dict) -> Iterator[tuple]:
+    """A comparison (``compare.build_comparison``) as ``COMPARE_COLUMNS`` rows."""
+    for test in result["tests"]:
+        for metric in test["metrics"]:
+            for entry in metric["runs"]:
+                row = {
+                    "test_id": test["test_id"],
+                    "comparability_key": test["comparability_key"],
+                    "metric": metric["metric"],
+                    "unit": metric["unit"],
+                    "reference": result["reference"],
+                    **entry,
+                }
+                yield tuple(row.get(c) for c in COMPARE_COLUMNS)
+
+
+def comparison_csv_response(
+    result: dict, filename: str = "benchdb-comparison"
+) -> StreamingHttpResponse:
+    body = csv_lines(COMPARE_COLUMNS, comparison_rows(result))
+    response = StreamingHttpResponse(
+        _chunks(body), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
+    return response
