@@ -106,7 +106,7 @@ def build(ctx: dict) -> list[Endpoint]:
             ],
         ),
         Endpoint(
-            f"API run list, page {ctx['page']}",
+            "API run list, deep page",
             f"/api/v1/runs/?page={ctx['page']}",
             [
                 (f"SELECT count(*) FROM {RUN_JOIN} WHERE {VISIBLE}", []),
@@ -116,7 +116,7 @@ def build(ctx: dict) -> list[Endpoint]:
                     [50 * ctx["page"] - 50],
                 ),
             ],
-            notes="offset pagination",
+            notes=f"page {ctx['page']} (offset pagination)",
         ),
         Endpoint(
             "API run detail",
@@ -373,12 +373,12 @@ def build(ctx: dict) -> list[Endpoint]:
                     f"JOIN {RUN_JOIN} ON r.id = x.run_id WHERE x.run_id IN "
                     f"(SELECT r.id FROM {RUN_JOIN} WHERE {VISIBLE} "
                     "AND r.cache_mode = 'none' AND h.disk_type = 'hdd' "
-                    "ORDER BY r.id LIMIT 500) ORDER BY x.run_id, x.test_id",
+                    "ORDER BY r.id LIMIT 100) ORDER BY x.run_id, x.test_id",
                     [],
                 ),
             ],
             kind="export",
-            notes="one page (500 runs) of a cursor-paginated export",
+            notes="one page (100 runs) of a cursor-paginated export",
         ),
         Endpoint(
             "API export CSV, all (page 1)",
@@ -388,12 +388,12 @@ def build(ctx: dict) -> list[Endpoint]:
                     f"SELECT {EXPORT_COLS} FROM results_result x "
                     f"JOIN {RUN_JOIN} ON r.id = x.run_id WHERE x.run_id IN "
                     f"(SELECT r.id FROM results_run r WHERE {VISIBLE} "
-                    "ORDER BY r.id LIMIT 500) ORDER BY x.run_id, x.test_id",
+                    "ORDER BY r.id LIMIT 100) ORDER BY x.run_id, x.test_id",
                     [],
                 ),
             ],
             kind="export",
-            notes="first page (500 runs) of the cursor-paginated export",
+            notes="first page (100 runs) of the cursor-paginated export",
         ),
     ]
     return out

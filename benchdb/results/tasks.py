@@ -150,8 +150,9 @@ def public_dump() -> str:
         for row in exports.result_rows(Run.objects.visible(), stats=True):
             writer.writerow([exports.csv_cell(v) for v in row[:-1]])
             doc = {c: exports.json_value(v) for c, v in zip(columns, row, strict=False)}
-            doc["stats"] = row[-1]
-            jsonl_out.write(json.dumps(doc, default=str) + "\n")
+            # The stats are PostgreSQL's JSON text, spliced in as they are.
+            line = json.dumps(doc, default=str)[:-1] + ', "stats": ' + row[-1] + "}"
+            jsonl_out.write(line + "\n")
             count += 1
     for tmp, suffix in ((csv_tmp, "csv.gz"), (jsonl_tmp, "jsonl.gz")):
         final = folder / f"{stem}.{suffix}"

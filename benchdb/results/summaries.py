@@ -1,0 +1,292 @@
+"""Answers the pages summarise, computed by PostgreSQL in one query each.
+
+- ``facet_counts``: every browse facet's counts in one ``GROUPING SETS``
+  query (plus one per facet the reader has chosen, counted as if it were not);
+- ``overhead_summary`` / ``overhead_pairs``: guest against host baseline per
+  test as percentiles over the ``*_mean`` columns, and one page of pairs;
+- ``cache_mode_groups``: runs that differ only in cache mode, grouped by the
+  database, a page at a time.
+
+None of them loads more rows into Python than the page shows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db import connection
+from django.db.models import F, QuerySet
+
+from benchdb.results.models import Run
+
+# Browse facets: name -> ORM path from Run.
+FACET_PATHS = {
+    "role": "role",
+    "platform": "platform",
+    "virtualization": "virtualization",
+    "cache_mode": "cache_mode",
+    "aio_mode": "aio_mode",
+    "image_format": "image_format",
+    "storage_backend": "storage_backend",
+    "disk_bus": "disk_bus",
+    "source": "source",
+    "disk_type": "hardware__disk_type",
+    "raid_level": "hardware__raid_level",
+}
+
+
+def _grouped_counts(qs: QuerySet, names: Iterable[str]) -> dict[str, dict]:
+    """{facet: {value: runs}} for ``names`` over ``qs``, in one query."""
+    names = list(names)
+    if not names:
+        return {}
+    aliases = {name: f"f_{i}" for i, name in enumerate(names)}
+    inner = qs.order_by().values(
+        **{alias: F(FACET_PATHS[name]) for name, alias in aliases.items()}
+    )
+    sql, params = inner.query.sql_with_params()
+    cols = ", ".join(aliases.values())
+    sets = ", ".join(f"({a})" for a in aliases.values())
+    grouping = ", ".join(f"GROUPING({a})" for a in aliases.values())
+    query = (
+        f"SELECT {cols}, ARRAY[{grouping}], count(*) FROM ({sql}) AS runs "
+        f"GROUP BY GROUPING SETS ({sets})"
+    )
+    out: dict[str, dict] = {name: {} for name in names}
+    with connection.cursor() as cursor:
+        cursor.execute(query, params)
+        for row in cursor.fetchall():
+            values, flags, count = row[: len(names)], row[len(names)], row[-1]
+            # GROUPING() is 0 for the one column this row is grouped by.
+            index = flags.index(0)
+            out[names[index]][values[index]] = count
+    return out
+
+
+def facet_counts(
+    base: QuerySet, filtered: QuerySet, chosen: dict[str, QuerySet]
+) -> dict[str, dict]:
+    """Counts per facet value: over ``filtered`` for facets the reader has not
+    chosen (one query for all of them), and over ``chosen[name]`` (the
+    filters without that facet's own) for each facet the reader has chosen,
+    so its other values stay visible and can be added to the selection.
+    """
+    out = _grouped_counts(filtered, [n for n in FACET_PATHS if n not in chosen])
+    for name, qs in chosen.items():
+        out.update(_grouped_counts(qs, [name]))
+    return out
+
+
+# Overhead: guest against its host baseline --------------------------------
+
+OVERHEAD_METRICS = {
+    "iops": "iops_mean",
+    "bw_bytes": "bw_bytes_mean",
+    "lat_mean_ns": "lat_mean_ns_mean",
+}
+_PAIRS = """
+FROM results_run r
+JOIN results_run b ON b.id = r.baseline_id
+JOIN results_result g ON g.run_id = r.id AND g.comparable
+JOIN results_result h ON h.run_id = b.id
+     AND h.comparability_key = g.comparability_key
+WHERE r.role = 'guest' AND r.id = ANY(%(runs)s)
+"""
+
+
+def _listed_ids(guests: QuerySet) -> tuple[str, list]:
+    sql, params = guests.order_by().values("pk").query.sql_with_params()
+    return sql, list(params)
+
+
+def overhead_summary(guests: QuerySet, baselines: QuerySet) -> list[dict]:
+    """Per test: pairs, and the quartiles of guest / host for each metric
+    column (``metric``: the test's main metric, ``main_metric`` in compare).
+
+    ``guests``: the guest runs a report may show; ``baselines``: the runs
+    their baselines must be among (both listed, for a public report).
+    """
+    from benchdb.results.compare import main_metric
+
+    g_sql, g_params = _listed_ids(guests)
+    b_sql, b_params = _listed_ids(baselines)
+    ratios = []
+    for metric, column in OVERHEAD_METRICS.items():
+        ratio = f"g.{column} / NULLIF(h.{column}, 0)"
+        ratios.append(
+            f"count({ratio}) AS {metric}_n, "
+            f"percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP "
+            f"(ORDER BY {ratio}) AS {metric}_q"
+        )
+    query = (
+        f'SELECT g.test_id, min(g.title), min(g."group"), count(*), '
+        f"{', '.join(ratios)} "
+        "FROM results_run r "
+        "JOIN results_result g ON g.run_id = r.id AND g.comparable "
+        "JOIN results_result h ON h.run_id = r.baseline_id "
+        "AND h.comparability_key = g.comparability_key "
+        f"WHERE r.role = 'guest' AND r.id IN ({g_sql}) "
+        f"AND r.baseline_id IN ({b_sql}) "
+        'GROUP BY g.test_id ORDER BY min(g."group"), g.test_id'
+    )
+    rows = []
+    with connection.cursor() as cursor:
+        cursor.execute(query, g_params + b_params)
+        for test_id, title, group, pairs, *per_metric in cursor.fetchall():
+            metrics = {}
+            for i, metric in enumerate(OVERHEAD_METRICS):
+                n, q = per_metric[2 * i], per_metric[2 * i + 1]
+                if n:
+                    metrics[metric] = {
+                        "n": n,
+                        "q1": q[0],
+                        "median": q[1],
+                        "q3": q[2],
+                    }
+            main = main_metric(test_id)
+            if main not in metrics:
+                main = next(iter(metrics), None)
+            rows.append(
+                {
+                    "test_id": test_id,
+                    "title": title or test_id,
+                    "group": group,
+                    "pairs": pairs,
+                    "metric": main,
+                    "metrics": metrics,
+                    "main": metrics.get(main),
+                }
+            )
+    return rows
+
+
+def overhead_pairs(guest_page: Iterable[Run]) -> list[dict]:
+    """Test-by-test guest / host figures for one page of guest runs (whose
+    baselines the caller has already checked), in one query."""
+    from benchdb.results.compare import main_metric
+
+    guests = {g.pk: g for g in guest_page}
+    if not guests:
+        return []
+    query = (
+        'SELECT g.run_id, g.test_id, g.title, g."group", '
+        + ", ".join(f"g.{c}, h.{c}" for c in OVERHEAD_METRICS.values())
+        + " FROM results_result g JOIN results_run r ON r.id = g.run_id "
+        "JOIN results_result h ON h.run_id = r.baseline_id "
+        "AND h.comparability_key = g.comparability_key "
+        "WHERE g.run_id = ANY(%s) AND g.comparable "
+        'ORDER BY g."group", g.test_id'
+    )
+    by_run: dict[int, list[dict]] = defaultdict(list)
+    with connection.cursor() as cursor:
+        cursor.execute(query, [list(guests)])
+        for run_id, test_id, title, group, *values in cursor.fetchall():
+            means = {
+                metric: (values[2 * i], values[2 * i + 1])
+                for i, metric in enumerate(OVERHEAD_METRICS)
+            }
+            metric = main_metric(test_id)
+            if metric not in means or None in means[metric] or not means[metric][1]:
+                metric = next(
+                    (m for m, (g, h) in means.items() if g is not None and h), None
+                )
+            if metric is None:
+                continue
+            g_mean, h_mean = means[metric]
+            by_run[run_id].append(
+                {
+                    "test_id": test_id,
+                    "title": title or test_id,
+                    "group": group,
+                    "metric": metric,
+                    "guest_mean": g_mean,
+                    "host_mean": h_mean,
+                    "ratio": g_mean / h_mean,
+                    "overhead": (g_mean / h_mean - 1) * 100,
+                }
+            )
+    return [
+        {"guest": guests[pk], "host": guests[pk].baseline, "tests": by_run[pk]}
+        for pk in guests
+    ]
+
+
+# Cache-mode groups ---------------------------------------------------------
+
+CACHE_ORDER = ["none", "writethrough", "writeback", "directsync", "unsafe"]
+GROUP_KEY = (
+    "hardware_id",
+    "platform",
+    "storage_backend",
+    "image_format",
+    "disk_bus",
+    "aio_mode",
+    "suite_id",
+    "suite_version",
+)
+
+
+def cache_mode_groups(
+    guests: QuerySet, page: int = 1, per_page: int = 50
+) -> tuple[list[dict], int]:
+    """One page of groups of guest runs that differ only in cache mode (same
+    hardware, layout and suite), newest group first, with the first run
+    (lowest id) of each mode; and the number of groups.  Two queries, and
+    one for the runs shown."""
+    qs = guests.filter(role="guest", cache_mode__in=CACHE_ORDER)
+    sql, params = (
+        qs.order_by().values(*GROUP_KEY, "cache_mode", "id").query.sql_with_params()
+    )
+    key = ", ".join(GROUP_KEY)
+    # IS NOT DISTINCT FROM: a group's hardware may be NULL.
+    same_group = " AND ".join(f"runs.{c} IS NOT DISTINCT FROM p.{c}" for c in GROUP_KEY)
+    grouped = (
+        f"SELECT {key}, count(DISTINCT cache_mode) AS modes, max(id) AS newest, "
+        "array_agg(DISTINCT cache_mode) AS cache_modes "
+        f"FROM ({sql}) AS runs GROUP BY {key} HAVING count(DISTINCT cache_mode) > 1"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({grouped}) AS g", params)
+        total = cursor.fetchone()[0]
+        offset = max(0, (page - 1) * per_page)
+        cursor.execute(
+            f"""
+            WITH page AS ({grouped} ORDER BY newest DESC LIMIT %s OFFSET %s)
+            SELECT DISTINCT ON (p.newest, runs.cache_mode) p.newest,
+                   runs.cache_mode, runs.id
+            FROM page p JOIN ({sql}) AS runs ON
+                {same_group}
+            ORDER BY p.newest DESC, runs.cache_mode, runs.id
+            """,
+            [*params, per_page, offset, *params],
+        )
+        members: dict[int, dict[str, int]] = defaultdict(dict)
+        order: list[int] = []
+        for newest, mode, run_id in cursor.fetchall():
+            if newest not in members:
+                order.append(newest)
+            members[newest][mode] = run_id
+    ids = [rid for m in members.values() for rid in m.values()]
+    runs = Run.objects.select_related("hardware", "hardware__disk_model").in_bulk(ids)
+    out = []
+    for newest in order:
+        by_mode = members[newest]
+        ordered = [runs[by_mode[m]] for m in CACHE_ORDER if m in by_mode]
+        first = ordered[0]
+        parts = [
+            first.get_platform_display(),
+            first.get_storage_backend_display(),
+            first.get_image_format_display(),
+            first.get_disk_bus_display(),
+        ]
+        out.append(
+            {
+                "key": "-".join(str(r.pk) for r in ordered),
+                "title": ", ".join(parts)
+                + (f" · {first.hardware}" if first.hardware else ""),
+                "runs": ordered,
+                "modes": [r.cache_mode for r in ordered],
+            }
+        )
+    return out, total
