@@ -35,9 +35,11 @@ from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import QuerySet, TextField
+from django.db.models import Case, F, Q, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from django.http import StreamingHttpResponse
+
+from benchdb.results.vocab import Visibility
 
 # One row per run and test: name -> ORM path from Result.
 EXPORT_FIELDS = {
@@ -61,7 +63,8 @@ EXPORT_FIELDS = {
     "suite_version": "run__suite_version",
     "source": "run__source",
     "suspect": "run__suspect",
-    "baseline_id": "run__baseline_id",
+    # A baseline's id only where the baseline is listed itself.
+    "baseline_id": "listed_baseline_id",
     "test_id": "test_id",
     "comparability_key": "comparability_key",
     "tool": "tool",
@@ -146,7 +149,16 @@ def result_rows(runs: QuerySet, *, stats: bool = False) -> Iterator[tuple]:
     """
     from benchdb.results.models import Result
 
-    qs = Result.objects.filter(run__in=runs.order_by().values("pk"))
+    qs = Result.objects.filter(run__in=runs.order_by().values("pk")).annotate(
+        listed_baseline_id=Case(
+            When(
+                Q(run__baseline__visibility=Visibility.PUBLIC)
+                & Q(run__baseline__hidden=False),
+                then=F("run__baseline_id"),
+            ),
+            default=None,
+        )
+    )
     if stats:
         # The statistics as PostgreSQL's JSON text: spliced into the output
         # as they are, never decoded and encoded again in Python.
