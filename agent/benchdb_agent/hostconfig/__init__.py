@@ -80,9 +80,9 @@ def for_qemu_pid(pid: int) -> List[Disk]:
 def for_proxmox(conf_text: str, storage_cfg_text: Optional[str] = None):
     """Disks of a Proxmox VM config (``qm config`` or ``/etc/pve/qemu-server/N.conf``;
     snapshot sections are ignored) with ``/etc/pve/storage.cfg``."""
-    from . import _legacy
+    from . import proxmox
 
-    return _legacy.proxmox(conf_text, storage_cfg_text)
+    return proxmox.disks(conf_text, storage_cfg_text)
 
 
 def for_libvirt_xml(xml_text: str) -> List[Disk]:

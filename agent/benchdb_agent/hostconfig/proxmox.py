@@ -1,0 +1,322 @@
+"""Disks of a Proxmox VE VM config, with qemu-server's effective values.
+
+The defaults follow qemu-server (``src/PVE/QemuServer/Drive.pm``
+``drive_uses_cache_direct``, ``aio_cmdline_option``,
+``storage_allows_io_uring_default``; ``Blockdev.pm``; ``OVMF.pm``):
+
+- cache: no ``cache=`` means ``cache.direct=on`` (QEMU ``none``), except on a
+  CD-ROM and on BTRFS storage without ``nocow`` (no O_DIRECT there: QEMU
+  ``writeback``); an EFI disk without ``cache=`` gets ``cache=writeback``.
+- aio: ``aio=`` wins; else io_uring, except LVM and CIFS storage and krbd with
+  a non-direct cache: there native with O_DIRECT, threads without.  librbd
+  (rbd without krbd), ZFS over iSCSI and iSCSI direct are not file I/O: QEMU
+  gets no aio for them.
+- iothread: ``iothread=1`` on virtio disks, and on scsi disks only with
+  ``scsihw: virtio-scsi-single``.
+- no ``scsihw:`` is the LSI 53C895A (``lsi``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+from .model import SET, Disk
+
+DISK_KEY = re.compile(r"^(?P<bus>ide|sata|scsi|virtio|efidisk|tpmstate)(?P<n>\d+)$")
+BACKEND = {
+    "dir": "file",
+    "btrfs": "file",
+    "nfs": "nfs",
+    "cifs": "other",
+    "cephfs": "file",
+    "glusterfs": "other",
+    "lvm": "lvm",
+    "lvmthin": "lvm-thin",
+    "zfspool": "zfs",
+    "zfs": "zfs",
+    "rbd": "ceph-rbd",
+    "iscsi": "iscsi",
+    "iscsidirect": "iscsi",
+    "pbs": "other",
+    "esxi": "other",
+}
+BLOCK_STORAGES = {"lvm", "lvmthin", "zfspool", "zfs", "rbd", "iscsi", "iscsidirect"}
+SCSIHW = {
+    "virtio-scsi-pci": ("virtio-scsi", "VirtIO SCSI"),
+    "virtio-scsi-single": ("virtio-scsi", "VirtIO SCSI single"),
+    "lsi": ("scsi", "LSI 53C895A"),
+    "lsi53c810": ("scsi", "LSI 53C810"),
+    "megasas": ("scsi", "MegaRAID SAS"),
+    "pvscsi": ("vmware-pvscsi", "VMware PVSCSI"),
+}
+CACHE_MODES = ("none", "writethrough", "writeback", "unsafe", "directsync")
+
+
+def parse_config(text: str) -> Dict[str, str]:
+    """key -> value of the current config: the part before the first
+    ``[section]`` (snapshots, pending changes, cloud-init state follow it)."""
+    conf: Dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            break
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = re.match(r"^([a-z][a-z0-9_-]*):\s*(.*)$", stripped)
+        if m:
+            conf[m.group(1)] = m.group(2).strip()
+    return conf
+
+
+def parse_storage_cfg(text: str) -> Dict[str, dict]:
+    """storage id -> {"type": ..., property: value} from /etc/pve/storage.cfg."""
+    storages: Dict[str, dict] = {}
+    current = None
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = re.match(r"^([a-z][a-z0-9]*):\s*(\S+)\s*$", line)
+        if m and not line[0].isspace():
+            current = {"type": m.group(1)}
+            storages[m.group(2)] = current
+        elif current is not None:
+            parts = line.strip().split(None, 1)
+            current[parts[0]] = parts[1].strip() if len(parts) > 1 else "1"
+    return storages
+
+
+def parse_drive(spec: str) -> Dict[str, str]:
+    opts: Dict[str, str] = {}
+    for n, part in enumerate(spec.split(",")):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" in part:
+            k, v = part.split("=", 1)
+            opts[k.strip()] = v.strip()
+        elif n == 0:
+            opts["file"] = part
+    return opts
+
+
+def _truthy(value: Optional[str]) -> bool:
+    return str(value or "").strip().lower() in ("1", "yes", "on", "true")
+
+
+def _format(volume: str, opts: dict, stype: Optional[str]) -> Tuple[str, str]:
+    if opts.get("format"):
+        fmt = opts["format"]
+        return (fmt if fmt in ("raw", "qcow2", "vmdk") else "unknown"), SET
+    m = re.search(r"\.(raw|qcow2|vmdk|iso)$", volume)
+    if m:
+        fmt = "raw" if m.group(1) == "iso" else m.group(1)
+        return fmt, "from the volume name"
+    if stype in BLOCK_STORAGES:
+        return "raw", f"{stype} storage holds raw volumes"
+    if volume.startswith("/dev/"):
+        return "raw", "a block device"
+    return "unknown", "no format= and no extension"
+
+
+def disks(text: str, storage_cfg: Optional[str] = None) -> List[Disk]:
+    conf = parse_config(text)
+    storages = parse_storage_cfg(storage_cfg) if storage_cfg else None
+    scsihw = conf.get("scsihw")
+    machine = conf.get("machine", "")
+    q35 = "q35" in machine
+    kvm_off = conf.get("kvm") == "0"
+    out: List[Disk] = []
+    for key, value in conf.items():
+        m = DISK_KEY.match(key)
+        if not m:
+            continue
+        iface = m.group("bus")
+        opts = parse_drive(value)
+        volume = opts.get("file", "")
+        disk = Disk(id=key, platform="proxmox", volume=volume)
+        disk.aliases.append(f"drive-{key}")
+        if kvm_off:
+            disk.set("virtualization", "qemu-tcg", "set in the config (kvm: 0)")
+        else:
+            disk.set("virtualization", "kvm", "Proxmox default (kvm: 1)")
+        cdrom = opts.get("media") == "cdrom"
+        if iface == "efidisk":
+            disk.kind = "efivars"
+        elif iface == "tpmstate":
+            disk.kind = "tpmstate"
+        elif "cloudinit" in volume:
+            disk.kind = "cloudinit"
+        elif cdrom:
+            disk.kind = "cdrom"
+        # Storage
+        storage_id, sep, volname = volume.partition(":")
+        scfg: Optional[dict] = None
+        stype: Optional[str] = None
+        if volume == "cdrom":
+            volume = "/dev/cdrom"  # the host's CD drive
+        if volume.startswith("/"):
+            disk.path = volume
+            backend = "passthrough" if volume.startswith("/dev/") else "file"
+            disk.set("storage_backend", backend, "a path, not a storage volume")
+        elif volume in ("none", ""):
+            disk.set("storage_backend", "unknown", "no medium")
+        elif not sep:
+            disk.set("storage_backend", "unknown", f"not a volume id: {volume}")
+        elif storages is None:
+            disk.set(
+                "storage_backend",
+                "unknown",
+                f"storage {storage_id!r}: no storage.cfg given",
+            )
+        elif storage_id not in storages:
+            raise ValueError(
+                f"{key}: storage {storage_id!r} is not in storage.cfg "
+                f"(it has {', '.join(storages) or 'none'})"
+            )
+        else:
+            scfg = storages[storage_id]
+            stype = scfg["type"]
+            why = f"{stype} storage {storage_id!r}"
+            if stype == "zfs":
+                why += " (ZFS over iSCSI)"
+            disk.set("storage_backend", BACKEND.get(stype, "other"), why)
+        storage_known = scfg is not None or volume.startswith("/")
+        fmt, fwhy = _format(volname or volume, opts, stype)
+        disk.set("image_format", fmt, fwhy)
+        # Cache
+        cache = opts.get("cache")
+        if cache:
+            if cache not in CACHE_MODES:
+                raise ValueError(f"{key}: unknown cache mode {cache!r}")
+            direct = cache in ("none", "directsync")
+            disk.set("cache_mode", cache, f"set in the config (cache={cache})")
+        elif disk.kind == "efivars":
+            direct = False
+            disk.set("cache_mode", "writeback", "Proxmox default for EFI disks")
+        elif disk.kind in ("cdrom", "cloudinit") and cdrom:
+            direct = False
+            disk.set(
+                "cache_mode",
+                "writeback",
+                "Proxmox default for CD-ROMs (host page cache; QEMU default)",
+            )
+        elif disk.kind == "tpmstate":
+            direct = False
+            disk.set("cache_mode", "unknown", "TPM state is used by swtpm, not QEMU")
+        elif stype == "btrfs" and not _truthy(scfg.get("nocow")):
+            direct = False
+            disk.set(
+                "cache_mode",
+                "writeback",
+                "Proxmox default for BTRFS storage (no O_DIRECT): QEMU writeback",
+            )
+        elif not storage_known and volume not in ("none", ""):
+            direct = True
+            disk.set(
+                "cache_mode",
+                "unknown",
+                "Proxmox default: none, or writeback on BTRFS storage; "
+                "give --storage-cfg to know which",
+            )
+        else:
+            direct = True
+            what = f" for {stype} storage" if stype else ""
+            disk.set("cache_mode", "none", f"Proxmox default{what} (cache=none)")
+        if disk.cache_mode in ("none", "writeback", "writethrough", "directsync"):
+            wb = disk.cache_mode in ("none", "writeback")
+            disk.cache_flags = {"writeback": wb, "direct": direct, "no-flush": False}
+        elif disk.cache_mode == "unsafe":
+            disk.cache_flags = {"writeback": True, "direct": False, "no-flush": True}
+        # aio
+        if volume in ("none", ""):
+            disk.set("aio", "unknown", "no medium")
+        else:
+            _aio(disk, opts, stype, scfg, direct, storage_known)
+        # bus
+        _bus(disk, iface, scsihw, q35)
+        # iothread
+        if _truthy(opts.get("iothread")):
+            if iface == "virtio" or (
+                iface == "scsi" and scsihw == "virtio-scsi-single"
+            ):
+                disk.set("iothread", "yes", "set in the config (iothread=1)")
+                prefix = "virtioscsi" if iface == "scsi" else iface
+                disk.iothread_id = f"iothread-{prefix}{m.group('n')}"
+            else:
+                disk.set(
+                    "iothread",
+                    "no",
+                    "iothread=1 is ignored here: only virtio disks and scsi "
+                    "disks on virtio-scsi-single get one",
+                )
+        else:
+            disk.set("iothread", "no", "Proxmox default (no iothread)")
+        out.append(disk)
+    if not out:
+        raise ValueError(
+            "no disk lines (scsiN:, virtioN:, sataN:, ideN:, efidisk0:) in the "
+            "Proxmox config"
+        )
+    return out
+
+
+def _aio(disk, opts, stype, scfg, direct, storage_known) -> None:
+    aio = opts.get("aio")
+    no_file_io = {
+        "zfs": "ZFS over iSCSI: QEMU's iscsi driver (libiscsi) does its own I/O",
+        "iscsidirect": "iSCSI direct: QEMU's iscsi driver does its own I/O",
+    }
+    if stype == "rbd" and not _truthy(scfg.get("krbd")):
+        disk.set("aio", "default", "librbd: QEMU's rbd driver does its own I/O")
+        return
+    if stype in no_file_io:
+        disk.set("aio", "default", no_file_io[stype])
+        return
+    if disk.kind == "tpmstate":
+        disk.set("aio", "unknown", "TPM state is used by swtpm, not QEMU")
+        return
+    if aio:
+        disk.set("aio", aio, f"set in the config (aio={aio})")
+        return
+    if not storage_known:
+        disk.set(
+            "aio",
+            "unknown",
+            "Proxmox default depends on the storage type; give --storage-cfg",
+        )
+        return
+    if stype == "rbd" and not direct:
+        why = "Proxmox default for krbd with a cache that is not direct"
+    elif stype == "lvm":
+        why = "Proxmox default for LVM storage"
+    elif stype == "cifs":
+        why = "Proxmox default for CIFS storage"
+    else:
+        disk.set("aio", "io_uring", "Proxmox default (io_uring)")
+        return
+    if direct:
+        disk.set("aio", "native", why + " (native with O_DIRECT)")
+    else:
+        disk.set("aio", "threads", why + " (threads without O_DIRECT)")
+
+
+def _bus(disk: Disk, iface: str, scsihw: Optional[str], q35: bool) -> None:
+    if iface == "scsi":
+        hw = scsihw or "lsi"
+        bus, name = SCSIHW.get(hw, ("scsi", hw))
+        if scsihw:
+            disk.set("bus", bus, f"set in the config (scsihw: {hw}, {name})")
+        else:
+            disk.set("bus", bus, "Proxmox default: no scsihw: is lsi (LSI 53C895A)")
+    elif iface == "virtio":
+        disk.set("bus", "virtio-blk", "virtioN: disk")
+    elif iface == "sata":
+        disk.set("bus", "sata", "sataN: disk (AHCI)")
+    elif iface == "ide":
+        if q35:
+            disk.set("bus", "sata", "ideN: on q35, the built-in AHCI (SATA)")
+        else:
+            disk.set("bus", "ide", "ideN: disk")
+    else:
+        disk.set("bus", "other", f"{iface}: not a guest disk bus")

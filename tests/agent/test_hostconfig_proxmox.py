@@ -1,0 +1,174 @@
+"""host-config on Proxmox VE configs, checked against qemu-server's own tests.
+
+tests/samples/hostconfig/proxmox/ holds qemu-server's src/test/cfg2cmd/*.conf
+with the .conf.cmd command lines qemu-server generates from them (the
+-blockdev era and the -drive era; source, commits and licence in its README).
+The expected values are what QEMU runs for that generated command line, read
+with the QEMU rule (the command-line reader, itself proved against live QEMU in
+test_hostconfig_live.py): the config reader must agree with it on every disk.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from benchdb_agent import hostconfig
+
+PVE = Path(__file__).resolve().parent.parent / "samples" / "hostconfig" / "proxmox"
+STORAGE = (PVE / "storage.cfg").read_text()
+CASES = sorted(
+    (era, conf.name)
+    for era in ("blockdev", "drive")
+    for conf in (PVE / era).glob("*.conf")
+)
+COMPARED = ("cache_mode", "aio_mode", "image_format", "disk_bus", "iothread")
+
+
+def from_config(era, name):
+    return {
+        d.id: d for d in hostconfig.for_proxmox((PVE / era / name).read_text(), STORAGE)
+    }
+
+
+def from_cmd(era, name):
+    disks = hostconfig.for_qemu_cmdline((PVE / era / (name + ".cmd")).read_text())
+    out = {}
+    for d in disks:
+        for key in [d.id, *d.aliases]:
+            out[key] = d
+    return out
+
+
+def test_the_samples_cover_both_eras():
+    eras = {era for era, _ in CASES}
+    assert eras == {"blockdev", "drive"} and len(CASES) >= 30
+    assert "-blockdev" in (PVE / "blockdev" / "aio.conf.cmd").read_text()
+    assert "-blockdev" not in (PVE / "drive" / "aio.conf.cmd").read_text()
+
+
+@pytest.mark.parametrize(("era", "name"), CASES)
+def test_config_reader_agrees_with_the_generated_command_line(era, name):
+    config = from_config(era, name)
+    cmd = from_cmd(era, name)
+    compared = 0
+    for disk_id, disk in config.items():
+        run = cmd.get(f"drive-{disk_id}") or cmd.get(disk_id)
+        if run is None:
+            # not on the command line: an empty CD-ROM (-blockdev era), or TPM
+            # state (swtpm opens it, not QEMU)
+            assert disk.kind in ("cdrom", "tpmstate"), disk_id
+            assert not disk.is_target
+            continue
+        assert disk.kind == run.kind, disk_id
+        ours, qemus = disk.to_tags(), run.to_tags()
+        for tag in COMPARED:
+            if era == "drive" and disk.kind == "efivars" and tag == "aio_mode":
+                # qemu-server before -blockdev passed no aio for EFI disks
+                continue
+            assert ours[tag] == qemus[tag], (disk_id, tag, disk.sources.get(tag))
+        assert disk.virtualization == run.virtualization == "kvm"
+        compared += 1
+    assert compared, "no disk compared"
+
+
+def test_defaults_and_their_sources():
+    aio = from_config("blockdev", "aio.conf")
+    assert aio["scsi3"].aio == "io_uring"
+    assert aio["scsi3"].sources["aio"] == "Proxmox default (io_uring)"
+    assert aio["scsi4"].aio == "native"  # CIFS with O_DIRECT
+    assert "CIFS" in aio["scsi4"].sources["aio"]
+    assert aio["scsi8"].aio == "threads"  # krbd, writeback
+    assert aio["scsi10"].aio == "default"  # librbd: no aio
+    assert "librbd" in aio["scsi10"].sources["aio"]
+    assert aio["scsi12"].aio == "native"
+    assert aio["scsi12"].sources["aio"].startswith("Proxmox default for LVM storage")
+    assert aio["scsi0"].aio == "threads"
+    assert aio["scsi0"].sources["aio"] == "set in the config (aio=threads)"
+    assert aio["scsi0"].cache_mode == "none"
+    assert aio["scsi0"].sources["cache_mode"].startswith("Proxmox default")
+    assert aio["scsi0"].bus == "scsi"  # no scsihw: is lsi
+    assert "LSI 53C895A" in aio["scsi0"].sources["bus"]
+    btrfs = from_config("blockdev", "simple-btrfs.conf")
+    assert btrfs["scsi0"].cache_mode == "writeback"
+    assert "BTRFS" in btrfs["scsi0"].sources["cache_mode"]
+    assert btrfs["scsi3"].cache_mode == "directsync"
+    assert btrfs["ide2"].kind == "cdrom" and not btrfs["ide2"].is_target
+    zfs = from_config("blockdev", "simple-zfs-over-iscsi.conf")
+    assert zfs["scsi0"].aio == "default" and "iSCSI" in zfs["scsi0"].sources["aio"]
+    efi = from_config("blockdev", "efi-secboot-and-tpm-q35.conf")
+    assert efi["efidisk0"].kind == "efivars"
+    assert efi["efidisk0"].cache_mode == "writeback"
+    assert efi["tpmstate0"].kind == "tpmstate"
+    boot = from_config("blockdev", "bootorder.conf")
+    assert {d.iothread for d in boot.values() if d.is_target} >= {"yes"}
+    conf = (
+        "scsi0: local-lvm:vm-1-disk-0,iothread=1\nvirtio0: local-lvm:vm-1-disk-1,"
+        "iothread=1\nscsihw: virtio-scsi-pci\n"
+    )
+    pci = {d.id: d for d in hostconfig.for_proxmox(conf, STORAGE)}
+    assert pci["scsi0"].iothread == "no"  # only virtio-scsi-single gives one
+    assert "ignored" in pci["scsi0"].sources["iothread"]
+    assert pci["virtio0"].iothread == "yes"
+
+
+def test_only_the_config_before_the_first_section_counts():
+    conf = (
+        "scsi0: local-lvm:vm-100-disk-0,size=8G\nscsihw: virtio-scsi-single\n"
+        "\n[snap1]\nscsi0: local:100/vm-100-disk-9.qcow2,cache=unsafe\n"
+        "scsi5: local-lvm:vm-100-disk-5\n"
+    )
+    disks = hostconfig.for_proxmox(conf, STORAGE)
+    assert [d.id for d in disks] == ["scsi0"]
+    assert disks[0].cache_mode == "none" and disks[0].storage_backend == "lvm-thin"
+    assert disks[0].aio == "io_uring"
+
+
+def test_missing_storage_is_said_not_guessed():
+    conf = "scsi0: local-lvm:vm-100-disk-0\nscsi1: tank:vm-100-disk-1,cache=none\n"
+    disks = {d.id: d for d in hostconfig.for_proxmox(conf)}
+    assert disks["scsi0"].cache_mode == "unknown"  # BTRFS would be writeback
+    assert "--storage-cfg" in disks["scsi0"].sources["cache_mode"]
+    assert disks["scsi1"].cache_mode == "none"
+    assert disks["scsi0"].aio == "unknown"
+    with pytest.raises(ValueError, match="storage 'tank' is not in storage.cfg"):
+        hostconfig.for_proxmox(conf, STORAGE)
+    with pytest.raises(ValueError, match="no disk lines"):
+        hostconfig.for_proxmox("cores: 2\nmemory: 512\n", STORAGE)
+
+
+def test_cli_reads_qm_config_from_stdin_with_storage_cfg():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    samples = PVE.parent
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchdb_agent.cli",
+            "host-config",
+            "--proxmox-config",
+            "-",
+            "--storage-cfg",
+            str(samples / "proxmox-storage.cfg"),
+        ],
+        input=(samples / "proxmox-qm-config.txt").read_text(),
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(PVE.parents[3] / "agent")),
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    disks = {d["id"]: d for d in json.loads(proc.stdout)["disks"]}
+    assert list(disks) == ["ide2", "scsi0", "scsi1", "virtio2"]
+    assert disks["ide2"]["target"] is False and disks["ide2"]["kind"] == "cdrom"
+    assert disks["scsi0"]["tags"]["aio_mode"] == "io_uring"
+    assert disks["scsi0"]["tags"]["iothread"] == "yes"  # virtio-scsi-single
+    assert disks["scsi0"]["tags"]["storage_backend"] == "lvm-thin"
+    assert disks["scsi1"]["tags"]["aio_mode"] == "native"
+    assert disks["virtio2"]["tags"]["storage_backend"] == "zfs"
+    assert (
+        disks["virtio2"]["sources"]["cache_mode"] == "set in the config (cache=unsafe)"
+    )
