@@ -396,6 +396,18 @@ def extremes(data: dict) -> list[dict]:
     return out
 
 
+def pair_overheads(pairs: Sequence[tuple]) -> list[dict]:
+    """``stats.overhead`` for (guest result id, host result id, direction,
+    metric) tuples, in order: guest ÷ host with its interval.  One query."""
+    values = repeat_values([i for g, h, _d, _m in pairs for i in (g, h)])
+    out = []
+    for g, h, direction, metric in pairs:
+        guest = values.get(g, {}).get(direction, {}).get(metric, [])
+        host = values.get(h, {}).get(direction, {}).get(metric, [])
+        out.append(stats.overhead(guest, host, higher_is_better(metric)))
+    return out
+
+
 def result_overheads(results: Sequence[Result], baselines: dict) -> dict:
     """Guest/host overhead with its interval, for every paired test.
 

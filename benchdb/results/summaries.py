@@ -170,7 +170,8 @@ def overhead_pairs(guest_page: Iterable[Run]) -> list[dict]:
     if not guests:
         return []
     query = (
-        'SELECT g.run_id, g.test_id, g.title, g."group", '
+        "SELECT g.id, h.id, g.stats->>'main_direction', "
+        'g.run_id, g.test_id, g.title, g."group", '
         + ", ".join(f"g.{c}, h.{c}" for c in OVERHEAD_METRICS.values())
         + " FROM results_result g JOIN results_run r ON r.id = g.run_id "
         "JOIN results_result h ON h.run_id = r.baseline_id "
@@ -181,7 +182,16 @@ def overhead_pairs(guest_page: Iterable[Run]) -> list[dict]:
     by_run: dict[int, list[dict]] = defaultdict(list)
     with connection.cursor() as cursor:
         cursor.execute(query, [list(guests)])
-        for run_id, test_id, title, group, *values in cursor.fetchall():
+        for (
+            g_id,
+            h_id,
+            direction,
+            run_id,
+            test_id,
+            title,
+            group,
+            *values,
+        ) in cursor.fetchall():
             means = {
                 metric: (values[2 * i], values[2 * i + 1])
                 for i, metric in enumerate(OVERHEAD_METRICS)
@@ -204,8 +214,17 @@ def overhead_pairs(guest_page: Iterable[Run]) -> list[dict]:
                     "host_mean": h_mean,
                     "ratio": g_mean / h_mean,
                     "overhead": (g_mean / h_mean - 1) * 100,
+                    "_pair": (g_id, h_id, direction),
                 }
             )
+    # Every overhead with its 95% interval over the repeats (one query).
+    from benchdb.results.compare import pair_overheads
+
+    rows = [row for tests in by_run.values() for row in tests]
+    intervals = pair_overheads([(*row["_pair"], row["metric"]) for row in rows])
+    for row, interval in zip(rows, intervals, strict=True):
+        del row["_pair"]
+        row["interval"] = interval
     return [
         {"guest": guests[pk], "host": guests[pk].baseline, "tests": by_run[pk]}
         for pk in guests

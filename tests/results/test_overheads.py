@@ -1,0 +1,63 @@
+"""Every guest/host overhead carries its interval, wherever it is computed."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchdb.results import compare, reads, stats, summaries
+from benchdb.results.models import Measurement, Result, Run
+
+pytestmark = pytest.mark.django_db
+
+TEST = "fio-rand-read-4k-q1t1"
+GUEST = [610.0, 640.0, 625.0, 600.0]
+HOST = [1000.0, 1010.0, 990.0, 1005.0]
+
+
+def _run(role: str, iops: list, **fields) -> tuple[Run, Result]:
+    run = Run.objects.create(suite_id="s", suite_version="1", role=role, **fields)
+    res = Result.objects.create(
+        run=run,
+        test_id=TEST,
+        tool="fio",
+        comparability_key=f"k|{TEST}",
+        stats={
+            "main_direction": "read",
+            "directions": {"read": {"iops": stats.summarize(iops)}},
+        },
+        iops_mean=sum(iops) / len(iops),
+    )
+    Measurement.objects.bulk_create(
+        Measurement(result=res, repeat=i, direction="read", iops=v)
+        for i, v in enumerate(iops)
+    )
+    return run, res
+
+
+@pytest.fixture
+def pair():
+    host, host_res = _run("host", HOST)
+    guest, guest_res = _run("guest", GUEST, baseline=host, cache_mode="none")
+    return guest, guest_res, host_res
+
+
+def test_the_overhead_is_the_stats_answer(pair):
+    _guest, g, h = pair
+    [interval] = compare.pair_overheads([(g.pk, h.pk, "read", "iops")])
+    assert interval == stats.overhead(GUEST, HOST, higher_is_better=True)
+    assert 0 < interval["low"] < interval["ratio"] < interval["high"] < 1
+    assert interval["slower"] is True
+
+
+def test_overhead_pairs_and_the_report_rows_carry_it(pair, django_assert_num_queries):
+    guest, g, h = pair
+    guest = Run.objects.select_related("baseline").get(pk=guest.pk)
+    with django_assert_num_queries(2):
+        [page] = summaries.overhead_pairs([guest])
+    [row] = page["tests"]
+    assert row["interval"] == stats.overhead(GUEST, HOST, True)
+    assert "_pair" not in row
+    [report_row] = reads.overhead_rows()
+    assert report_row["interval"]["text"] == row["interval"]["text"]
+    by_result = compare.result_overheads([g], {h.comparability_key: h})
+    assert by_result[g.pk]["iops"]["ratio"] == pytest.approx(row["interval"]["ratio"])
