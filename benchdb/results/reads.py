@@ -22,11 +22,12 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.core.paginator import Paginator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from benchdb.results import compare as compare_mod
-from benchdb.results import stats
+from benchdb.results import stats, summaries
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     Comparison,
@@ -196,24 +197,24 @@ def facet_counts(params, filtered: QuerySet | None = None) -> list[dict]:
     base = Run.objects.listed()
     if filtered is None:
         filtered = browse(params).qs
-    out = []
     all_facets = {**FACETS, **HARDWARE_FACETS}
-    for name, choices in all_facets.items():
-        selected = params.getlist(name) if hasattr(params, "getlist") else []
+    chosen = {}
+    for name in all_facets:
         if name in params:
             others = params.copy()
             others.pop(name, None)
             others.pop("page", None)
-            facet_qs = RunFilterSet(others, queryset=base).qs
-        else:
-            facet_qs = filtered
-        column = f"hardware__{name}" if name in HARDWARE_FACETS else name
+            chosen[name] = RunFilterSet(others, queryset=base).qs
+    # One GROUPING SETS query for every facet not chosen, one per chosen facet
+    # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
+    counts = summaries.facet_counts(base, filtered, chosen)
+    out = []
+    for name, choices in all_facets.items():
+        selected = params.getlist(name) if hasattr(params, "getlist") else []
         labels = dict(choices.choices)
-        counts = (
-            facet_qs.order_by()
-            .values(column)
-            .annotate(n=Count("id", distinct=True))
-            .order_by("-n", column)
+        values = sorted(
+            ((v, n) for v, n in counts.get(name, {}).items() if v is not None),
+            key=lambda vn: (-vn[1], vn[0]),
         )
         out.append(
             {
@@ -221,13 +222,12 @@ def facet_counts(params, filtered: QuerySet | None = None) -> list[dict]:
                 "label": name.replace("_", " "),
                 "options": [
                     {
-                        "value": row[column],
-                        "label": labels.get(row[column], row[column]),
-                        "n": row["n"],
-                        "checked": row[column] in selected,
+                        "value": value,
+                        "label": labels.get(value, value),
+                        "n": n,
+                        "checked": value in selected,
                     }
-                    for row in counts
-                    if row[column] is not None
+                    for value, n in values
                 ],
             }
         )
@@ -483,18 +483,47 @@ def mean_of(result: Result, metric: str | None) -> float | None:
     return (summary.get(metric) or {}).get("mean")
 
 
-def overhead_rows() -> list[dict]:
-    """Each listed guest run against its listed host baseline, test by test.
+OVERHEAD_PAGE_GUESTS = 10
+CACHE_GROUPS_PAGE = 50
+
+
+def overhead_guests() -> QuerySet:
+    """Listed guest runs whose host baseline is listed too."""
+    listed = Run.objects.listed()
+    return listed.filter(role=Role.GUEST, baseline__in=listed)
+
+
+def overhead_report(page=None) -> dict:
+    """The overhead report: quartiles of guest / host per test over every
+    pair, computed by PostgreSQL (``summaries.overhead_summary``), and the
+    test-by-test rows of one page of guest runs (``OVERHEAD_PAGE_GUESTS``)."""
+    guests = overhead_guests()
+    summary = summaries.overhead_summary(guests, Run.objects.listed())
+    paginator = Paginator(
+        guests.select_related("baseline", "hardware").order_by("pair_id", "id"),
+        OVERHEAD_PAGE_GUESTS,
+    )
+    page_obj = paginator.get_page(page)
+    return {
+        "summary": summary,
+        "rows": overhead_rows(list(page_obj.object_list)),
+        "page": page_obj,
+    }
+
+
+def overhead_rows(guests: list[Run] | None = None) -> list[dict]:
+    """Each listed guest run (of ``guests``, default all) against its listed
+    host baseline, test by test.
 
     Both runs must be listed (public, not hidden): a report is a list, and a
     private or unlisted baseline's figures are not for everyone.
     """
-    guests = (
-        Run.objects.listed()
-        .filter(role=Role.GUEST, baseline__in=Run.objects.listed())
-        .select_related("baseline", "hardware")
-        .order_by("pair_id", "id")
-    )
+    if guests is None:
+        guests = (
+            overhead_guests()
+            .select_related("baseline", "hardware")
+            .order_by("pair_id", "id")
+        )
     ids = [g.pk for g in guests] + [g.baseline_id for g in guests]
     results: dict[int, dict[str, Result]] = defaultdict(dict)
     for res in Result.objects.filter(run_id__in=ids):
@@ -542,53 +571,45 @@ def overhead_rows() -> list[dict]:
     return rows
 
 
-def cache_mode_groups() -> list[dict]:
+def cache_mode_groups(page=1) -> list[dict]:
     """Listed guest runs that differ only in cache mode: same hardware, layout
-    and suite; the first run of each mode, modes in CACHE_ORDER."""
-    runs = (
-        Run.objects.listed()
-        .filter(role=Role.GUEST, cache_mode__in=CACHE_ORDER)
-        .select_related("hardware", "hardware__disk_model")
-        .order_by("id")
+    and suite; the first run of each mode, modes in CACHE_ORDER.  One page of
+    groups (``CACHE_GROUPS_PAGE``), newest first, grouped by PostgreSQL."""
+    groups, _total = summaries.cache_mode_groups(
+        Run.objects.listed(), _page_number(page), CACHE_GROUPS_PAGE
     )
-    groups = defaultdict(list)
-    for run in runs:
-        key = (
-            run.hardware_id,
-            run.platform,
-            run.storage_backend,
-            run.image_format,
-            run.disk_bus,
-            run.aio_mode,
-            run.suite_id,
-            run.suite_version,
-        )
-        groups[key].append(run)
-    out = []
-    for members in groups.values():
-        by_mode: dict[str, Run] = {}
-        for run in members:
-            by_mode.setdefault(run.cache_mode, run)
-        if len(by_mode) < 2:
-            continue
-        ordered = [by_mode[m] for m in CACHE_ORDER if m in by_mode]
-        first = ordered[0]
-        parts = [
-            first.get_platform_display(),
-            first.get_storage_backend_display(),
-            first.get_image_format_display(),
-            first.get_disk_bus_display(),
-        ]
-        out.append(
-            {
-                "key": "-".join(str(r.pk) for r in ordered),
-                "title": ", ".join(parts)
-                + (f" · {first.hardware}" if first.hardware else ""),
-                "runs": ordered,
-                "modes": [r.cache_mode for r in ordered],
-            }
-        )
-    return out
+    return groups
+
+
+def cache_mode_report(group_key: str | None, page=1) -> dict:
+    """A page of cache-mode groups and the chosen one (by its key, the run
+    ids joined by "-"), which need not be on that page."""
+    number = _page_number(page)
+    groups, total = summaries.cache_mode_groups(
+        Run.objects.listed(), number, CACHE_GROUPS_PAGE
+    )
+    group = None
+    if group_key:
+        group = next((g for g in groups if g["key"] == group_key), None)
+        if group is None:
+            group = summaries.cache_mode_group(Run.objects.listed(), group_key)
+    elif groups:
+        group = groups[0]
+    pages = max(1, -(-total // CACHE_GROUPS_PAGE))
+    return {
+        "groups": groups,
+        "group": group,
+        "group_count": total,
+        "group_page": min(number, pages),
+        "group_pages": pages,
+    }
+
+
+def _page_number(page) -> int:
+    try:
+        return max(1, int(page or 1))
+    except (TypeError, ValueError):
+        return 1
 
 
 # Submissions -----------------------------------------------------------------

@@ -291,21 +291,45 @@ def cache_mode_groups(
     out = []
     for newest in order:
         by_mode = members[newest]
-        ordered = [runs[by_mode[m]] for m in CACHE_ORDER if m in by_mode]
-        first = ordered[0]
-        parts = [
-            first.get_platform_display(),
-            first.get_storage_backend_display(),
-            first.get_image_format_display(),
-            first.get_disk_bus_display(),
-        ]
-        out.append(
-            {
-                "key": "-".join(str(r.pk) for r in ordered),
-                "title": ", ".join(parts)
-                + (f" · {first.hardware}" if first.hardware else ""),
-                "runs": ordered,
-                "modes": [r.cache_mode for r in ordered],
-            }
-        )
+        out.append(_group([runs[by_mode[m]] for m in CACHE_ORDER if m in by_mode]))
     return out, total
+
+
+def _group(ordered: list[Run]) -> dict:
+    first = ordered[0]
+    parts = [
+        first.get_platform_display(),
+        first.get_storage_backend_display(),
+        first.get_image_format_display(),
+        first.get_disk_bus_display(),
+    ]
+    return {
+        "key": "-".join(str(r.pk) for r in ordered),
+        "title": ", ".join(parts) + (f" · {first.hardware}" if first.hardware else ""),
+        "runs": ordered,
+        "modes": [r.cache_mode for r in ordered],
+    }
+
+
+def cache_mode_group(guests: QuerySet, key: str) -> dict | None:
+    """The group a key names (run ids joined by "-"), if those runs are among
+    ``guests``, share one group key and have distinct cache modes."""
+    try:
+        ids = [int(part) for part in key.split("-")]
+    except ValueError:
+        return None
+    if not 2 <= len(ids) <= len(CACHE_ORDER):
+        return None
+    found = (
+        guests.filter(pk__in=ids, role="guest", cache_mode__in=CACHE_ORDER)
+        .select_related("hardware", "hardware__disk_model")
+        .in_bulk()
+    )
+    if len(found) != len(set(ids)):
+        return None
+    runs = list(found.values())
+    keys = {tuple(getattr(r, c) for c in GROUP_KEY) for r in runs}
+    modes = [r.cache_mode for r in runs]
+    if len(keys) != 1 or len(set(modes)) != len(modes):
+        return None
+    return _group(sorted(runs, key=lambda r: CACHE_ORDER.index(r.cache_mode)))

@@ -328,10 +328,8 @@ def comparison_share(request, slug: str):
 
 
 def cache_mode_report(request):
-    groups = reads.cache_mode_groups()
-    chosen = request.GET.get("group") or (groups[0]["key"] if groups else None)
-    group = next((g for g in groups if g["key"] == chosen), None)
-    context = {"groups": groups, "group": group}
+    context = reads.cache_mode_report(request.GET.get("group"), request.GET.get("page"))
+    group = context["group"]
     if group:
         runs = group["runs"]
         reference = next((r for r in runs if r.cache_mode == "none"), runs[0])
@@ -356,7 +354,8 @@ def _extremes(data: dict, labels: dict) -> list[dict]:
 
 
 def overhead_report(request):
-    return render(request, "web/report_overhead.html", {"rows": reads.overhead_rows()})
+    context = reads.overhead_report(request.GET.get("page"))
+    return render(request, "web/report_overhead.html", context)
 
 
 @lru_cache(maxsize=1)
