@@ -139,6 +139,8 @@ def cmd_parse(args) -> int:
         )
     except parsers.ParseError as exc:
         die(str(exc))
+    for note in result.get("notes") or []:
+        log(f"{args.file}: {note}")
     print(json.dumps(result, indent=2))
     return 0
 
@@ -167,42 +169,49 @@ def cmd_import(args) -> int:
         except parsers.ParseError as exc:
             die(str(exc))
         fmt = parsed["format"]
-        name = parsed["records"][0].get("job") or Path(path).stem
-        if args.test_id:
-            test_id = args.test_id
-        else:
-            test_id = (
-                "import-"
-                + parsed["tool"]
-                + "-"
-                + re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:80]
-            )
-        options = dict(parsed["records"][0].get("options") or {})
-        test = tests.setdefault(
-            test_id,
-            {
-                "test_id": test_id,
-                "tool": parsed["tool"],
-                "direction": parsed["records"][0]["direction"],
-                "title": name,
-                "group": "imported",
-                "options": options,
-                "tool_version": parsed.get("tool_version"),
-                "comparability_key": suite.comparability_key(
-                    test_id, parsed["tool"], options, parsed.get("tool_version")
-                ).replace(f"{suite.SUITE_ID}/{suite.SUITE_VERSION}", "imported/1"),
-                "repeats": [],
-            },
-        )
-        test["repeats"].append(
-            {
-                "index": len(test["repeats"]),
-                "records": parsed["records"],
-                "raw": bundle.encode_raw(text, fmt, args.direction),
-            }
-        )
+        if any(r["direction"] is None for r in parsed["records"]):
+            die(f"{path}: {parsed['notes'][0]}")
+        # Each fio job is a test of its own (clones of one job, numjobs,
+        # share its name and stay together).
+        jobs = {}
+        for rec in parsed["records"]:
+            jobs.setdefault(rec.get("job"), []).append(rec)
+        for job, records in jobs.items():
+            _import_one(tests, args, path, text, fmt, parsed, job, records, len(jobs))
     doc["tests"] = list(tests.values())
     return _emit(doc, args)
+
+
+def _import_one(tests, args, path, text, fmt, parsed, job, records, n_jobs) -> None:
+    name = job or Path(path).stem
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:80]
+    if args.test_id:
+        test_id = args.test_id if n_jobs == 1 else f"{args.test_id}-{safe}"[:100]
+    else:
+        test_id = "import-" + parsed["tool"] + "-" + safe
+    options = dict(records[0].get("options") or {})
+    test = tests.setdefault(
+        test_id,
+        {
+            "test_id": test_id,
+            "tool": parsed["tool"],
+            "direction": records[0]["direction"],
+            "title": name,
+            "group": "imported",
+            "options": options,
+            "tool_version": parsed.get("tool_version"),
+            "comparability_key": suite.comparability_key(
+                test_id, parsed["tool"], options, parsed.get("tool_version")
+            ).replace(f"{suite.SUITE_ID}/{suite.SUITE_VERSION}", "imported/1"),
+            "repeats": [],
+        },
+    )
+    raw = bundle.encode_raw(text, fmt, args.direction)
+    if n_jobs > 1:
+        raw["job"] = job  # the server keeps only this job's records of the raw
+    test["repeats"].append(
+        {"index": len(test["repeats"]), "records": records, "raw": raw}
+    )
 
 
 def _check_writable(path: str, what: str) -> None:
@@ -694,7 +703,15 @@ def _positive(text: str) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        code = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `benchdb-agent parse FILE | head`: the reader left; that is fine.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -665,9 +665,8 @@ def _prepare_target(
     ctx.memory_reasons = reasons
     if any(t["tool"] == "dd" for t in tests):
         _probe_dd_into(ctx, target)
-    safety.check_free_space(
-        target, size + (min(size, GiB) if "dd" not in ctx.unusable else 0)
-    )
+    runs_dd = any(t["tool"] == "dd" for t in tests) and "dd" not in ctx.unusable
+    safety.check_free_space(target, size + (min(size, GiB) if runs_dd else 0))
     ctx.versions = {tool: tool_version(tool) for tool in needed}
     ctx.path = os.path.join(target, f"benchdb-test.{os.getpid()}.bin")
     ctx.dd_path = os.path.join(target, f"benchdb-dd.{os.getpid()}.bin")

@@ -123,7 +123,11 @@ def reparse_test(
                 )
             except (ValueError, KeyError, OSError) as exc:
                 raise IngestError([{"pointer": where, "message": str(exc)}]) from exc
-            out.append((index, parsed["records"], raw, text))
+            records = parsed["records"]
+            if raw.get("job") is not None:
+                # One output of several fio jobs, imported as one test per job.
+                records = [r for r in records if r.get("job") == raw["job"]]
+            out.append((index, records, raw, text))
         else:
             out.append((index, repeat.get("records", []), None, None))
     return out

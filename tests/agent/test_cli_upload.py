@@ -279,3 +279,47 @@ def test_a_bad_out_path_is_refused_before_measuring(tmp_path):
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr
     assert "laying out" not in proc.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_parse_without_a_direction_returns_null_and_says_so():
+    proc = agent("parse", str(SAMPLES / "dd" / "gnu-c.txt"))
+    assert proc.returncode == 0, proc.stderr
+    (rec,) = json.loads(proc.stdout)["records"]
+    assert rec["direction"] is None and rec["io_bytes"] > 0
+    assert "does not say whether it read or wrote" in proc.stderr
+
+
+def test_parse_into_a_closed_pipe_is_quiet():
+    # `benchdb-agent parse FILE | head -1`: a real pipe whose reader leaves.
+    proc = subprocess.run(
+        f"{sys.executable} -m benchdb_agent parse "
+        f"{SAMPLES / 'fio' / 'numjobs2-3.json'} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.stdout == "{\n"
+    assert "BrokenPipeError" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_import_keeps_each_fio_job_apart(tmp_path):
+    out = tmp_path / "jobs.json"
+    proc = agent("import", str(SAMPLES / "fio" / "two-jobs-3.json"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert bundle.validate(doc) == []
+    by_id = {t["test_id"]: t for t in doc["tests"]}
+    assert set(by_id) == {"import-fio-seqread", "import-fio-randwrite"}
+    (rep,) = by_id["import-fio-seqread"]["repeats"]
+    assert {r["job"] for r in rep["records"]} == {"seqread"}
+    assert rep["raw"]["job"] == "seqread"
+    assert by_id["import-fio-randwrite"]["direction"] == "write"
+
+
+def test_import_of_dd_without_a_direction_is_refused_with_the_reason(tmp_path):
+    proc = agent(
+        "import", str(SAMPLES / "dd" / "gnu-c.txt"), "--out", str(tmp_path / "x")
+    )
+    assert proc.returncode == 2
+    assert "--direction" in proc.stderr and not (tmp_path / "x").exists()

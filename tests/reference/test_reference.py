@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
@@ -37,10 +38,13 @@ def test_loading_twice_changes_nothing(loaded):
 
 
 def printed(line: str) -> tuple[int, float, float]:
-    """bytes, seconds and bytes/s read independently off a printed dd line."""
+    """bytes, seconds and bytes/s read independently off a printed dd line:
+    the rate is bytes / seconds (the printed one is rounded, issue 12)."""
     m = re.match(r"(\d+) bytes \(.*\) copied, ([\d.]+) s, ([\d.]+) ([MG])B/s", line)
+    rate = float(Decimal(m.group(1)) / Decimal(m.group(2)))
     scale = {"M": 10**6, "G": 10**9}[m.group(4)]
-    return int(m.group(1)), float(m.group(2)), float(m.group(3)) * scale
+    assert abs(rate - float(m.group(3)) * scale) / rate < 0.05
+    return int(m.group(1)), float(m.group(2)), rate
 
 
 @pytest.mark.parametrize(

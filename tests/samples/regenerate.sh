@@ -35,4 +35,17 @@ for loc in C de_DE.UTF-8 fr_FR.UTF-8 zh_CN.UTF-8; do
     name=$(echo "$loc" | cut -d. -f1 | tr '[:upper:]' '[:lower:]')
     LC_ALL=$loc dd if=/dev/zero of="$work/dd" bs=1M count=16 conv=fdatasync 2> "$here/dd/gnu-$name.txt"
 done
+# Issue 12's samples: two different jobs in one output, dd's status=progress
+# lines (\r-separated, the final statistics after "records out"), ioping's
+# rapid mode ("31.2 k requests completed"), and busybox dd as Debian builds
+# it (no third status line: nothing to measure).
+(cd "$work" && fio --output-format=json \
+    --name=seqread --filename=f --size=8m --direct=1 --ioengine=libaio --runtime=1 --time_based --rw=read --bs=1m \
+    --name=randwrite --filename=f --size=8m --direct=1 --ioengine=libaio --runtime=1 --time_based --rw=randwrite --bs=4k \
+    > "$here/fio/two-jobs-3.json" 2>/dev/null)
+LC_ALL=C dd if=/dev/urandom of=/dev/null bs=1M count=1500 status=progress 2> "$here/dd/gnu-9.1-progress.txt"
+(cd "$work" && ioping -R d > "$here/ioping/rapid-1.3.txt")
+if command -v busybox > /dev/null; then
+    busybox dd if=/dev/zero of="$work/bb" bs=1M count=4 conv=fsync 2> "$here/dd/busybox-1.35-no-stats.txt"
+fi
 echo "regenerated under $here"

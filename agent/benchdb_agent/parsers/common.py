@@ -124,9 +124,13 @@ def count_of(number: str, suffix: str = "", source: str = "<input>") -> int | fl
     return num(dec(number, source, "count") * COUNT_SUFFIX[suffix])
 
 
-def record(tool: str, direction: str, **values) -> dict:
-    """A normalized record with every key present (absent metrics are None)."""
-    if direction not in DIRECTIONS:
+def record(tool: str, direction, **values) -> dict:
+    """A normalized record with every key present (absent metrics are None).
+
+    ``direction`` is None only where the output does not say it and the
+    caller did not name it (dd, ioping -B): such a record is returned by
+    ``parse`` with a note, and no bundle accepts it."""
+    if direction is not None and direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
     rec = dict.fromkeys(RECORD_KEYS)
     rec["tool"] = tool
@@ -145,3 +149,16 @@ _WS = re.compile(r"\s+")
 
 def squeeze(text: str) -> str:
     return _WS.sub(" ", text).strip()
+
+
+NO_DIRECTION = (
+    "{tool} output does not say whether it read or wrote: direction is null; "
+    "name it (--direction read|write) to use the record in a bundle"
+)
+
+
+def rate(io_bytes: int, seconds: Decimal):
+    """Bytes per second from the exact byte count and seconds (None for 0 s)."""
+    if seconds == 0:
+        return None
+    return num(Decimal(io_bytes) / seconds)

@@ -9,18 +9,23 @@
   suffixes are powers of 1024 (make_human_readable_str), unlike GNU's.
 - BSD and macOS: ``1073741824 bytes transferred in 6.854321 secs (156653243 bytes/sec)``
 
-GNU's rate has SI prefixes (MB = 10^6 bytes).  The record keeps the rate as
-printed (``bw_bytes``), the exact byte count (``io_bytes``) and the seconds
-(``runtime_s``).  dd does not say whether it read or wrote: the caller names
-the direction.  One record per statistics line, so a file holding several runs
-gives several records.
+GNU's rate has SI prefixes (MB = 10^6 bytes) and is rounded to two or three
+digits; so the record's ``bw_bytes`` is computed from the exact byte count
+(``io_bytes``) and the seconds (``runtime_s``) printed on the same line:
+bytes / seconds, in decimal arithmetic.  With ``status=progress`` dd rewrites
+a line of the same form every second (``\r``-separated): only a statistics
+line that follows the "N+M records out" line (or a "truncated record" line)
+counts; an output without those lines is taken line by line.  dd does not
+say whether it read or wrote: the caller names the direction, or the record
+comes back with direction None and a note.  One record per run, so a file
+holding several runs gives several records.
 """
 
 from __future__ import annotations
 
 import re
 
-from .common import NUMBER, ParseError, bytes_of, dec, num, record
+from .common import NO_DIRECTION, NUMBER, ParseError, dec, num, rate, record
 
 _SEP = r"\s*[,，]\s*"
 _PARENS = re.compile(r"\s*\([^)]*\)\s*")
@@ -36,28 +41,15 @@ _BSD = re.compile(
     r"^(?P<bytes>\d+) bytes transferred in (?P<secs>" + NUMBER + r") secs "
     r"\((?P<rate>\d+) bytes/sec\)\s*$"
 )
-_BUSYBOX_UNITS = {"": "B", "K": "KiB", "M": "MiB", "G": "GiB", "T": "TiB", "P": "PiB"}
 
 
 def _line_record(line: str, direction: str, source: str):
     m = _BSD.match(line)
     if m:
-        return record(
-            "dd",
-            direction,
-            io_bytes=int(m.group("bytes")),
-            runtime_s=num(dec(m.group("secs"), source)),
-            bw_bytes=int(m.group("rate")),
-        ), "bsd"
+        return _exact(m, direction, source), "bsd"
     m = _BUSYBOX.match(line)
     if m:
-        return record(
-            "dd",
-            direction,
-            io_bytes=int(m.group("bytes")),
-            runtime_s=num(dec(m.group("secs"), source)),
-            bw_bytes=bytes_of(m.group("rate"), _BUSYBOX_UNITS[m.group("unit")], source),
-        ), "busybox"
+        return _exact(m, direction, source), "busybox"
     lead = re.match(r"^(?P<bytes>\d+)\s*\D", line)
     if not lead:
         return None, None
@@ -66,24 +58,51 @@ def _line_record(line: str, direction: str, source: str):
     m = _GNU_TAIL.search(rest)
     if not m:
         return None, None
-    rate = m.group("rate")
+    io_bytes = int(lead.group("bytes"))
+    secs = dec(m.group("secs"), source)
     return record(
         "dd",
         direction,
-        io_bytes=int(lead.group("bytes")),
-        runtime_s=num(dec(m.group("secs"), source)),
-        bw_bytes=None if rate == "inf" else bytes_of(rate, m.group("unit"), source),
+        io_bytes=io_bytes,
+        runtime_s=num(secs),
+        bw_bytes=rate(io_bytes, secs),
     ), "gnu"
 
 
+def _exact(m, direction, source):
+    io_bytes = int(m.group("bytes"))
+    secs = dec(m.group("secs"), source)
+    return record(
+        "dd",
+        direction,
+        io_bytes=io_bytes,
+        runtime_s=num(secs),
+        bw_bytes=rate(io_bytes, secs),
+    )
+
+
+_RECORDS_LINE = re.compile(r"^\d+\+\d+\s+\S")
+_TRUNCATED = re.compile(r"^\d+\s+\S+.*\brecords?\b", re.I)
+
+
 def parse(text: str, source: str, direction: str | None = None) -> dict:
+    lines = [ln.strip() for ln in text.splitlines()]  # \r splits too
+    has_counts = any(_RECORDS_LINE.match(ln) for ln in lines)
     records = []
     dialect = None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or not line[0].isdigit():
+    previous = ""
+    for line in lines:
+        if not line:
             continue
-        rec, kind = _line_record(line, direction or "write", source)
+        after_counts = bool(_RECORDS_LINE.match(previous)) or (
+            "truncated" in previous and _TRUNCATED.match(previous)
+        )
+        previous = line
+        if not line[0].isdigit() or _RECORDS_LINE.match(line):
+            continue
+        if has_counts and not after_counts:
+            continue  # a status=progress line, or noise
+        rec, kind = _line_record(line, direction, source)
         if rec is not None:
             records.append(rec)
             dialect = kind
@@ -94,6 +113,7 @@ def parse(text: str, source: str, direction: str | None = None) -> dict:
             "copied, 6.85 s, 157 MB/s' (GNU), '... bytes transferred in ... secs' "
             "(BSD) or busybox's '... seconds, ...B/s'",
         )
+    out = {"tool": "dd", "tool_version": dialect, "records": records}
     if direction is None:
-        raise ParseError(source, "dd output does not say read or write; name it")
-    return {"tool": "dd", "tool_version": dialect, "records": records}
+        out["notes"] = [NO_DIRECTION.format(tool="dd")]
+    return out

@@ -15,6 +15,7 @@ import json
 import re
 
 from .common import (
+    NO_DIRECTION,
     NUMBER,
     ParseError,
     bytes_of,
@@ -33,7 +34,9 @@ _REQUEST = re.compile(
 )
 _STATS_HEAD = re.compile(r"^--- .* ioping statistics ---$")
 _COMPLETED = re.compile(
-    r"^(?P<count>\d+) requests completed in (?P<t>"
+    r"^(?P<count>"
+    + NUMBER
+    + r") ?(?P<csfx>[kMG]?) requests completed in (?P<t>"
     + NUMBER
     + r") ?(?P<tu>ns|us|ms|s|min|hour)"
     r"(?:, (?P<size>" + NUMBER + r") ?(?P<su>[KMGT]?i?B) (?P<dir>read|written))?"
@@ -94,8 +97,6 @@ def parse_human(text: str, source: str, direction: str | None = None) -> dict:
     if completed.group("dir"):
         seen_dir = "read" if completed.group("dir") == "read" else "write"
     direction = seen_dir or direction
-    if direction is None:
-        raise ParseError(source, "ioping output does not say read or write; name it")
     rate_unit = completed.group("ru")
     rate_unit = _OLD_RATE.get(rate_unit, rate_unit)
     io_bytes = None
@@ -121,10 +122,20 @@ def parse_human(text: str, source: str, direction: str | None = None) -> dict:
         rec["lat_mean_ns"] = ns_of(gd["avg"], units["avg"], source)
         rec["lat_max_ns"] = ns_of(gd["max"], units["max"], source)
         rec["lat_stdev_ns"] = ns_of(gd["mdev"], units["mdev"], source)
-    rec["options"] = {"count": int(completed.group("count"))}
+    # Rapid runs print "41.1 k requests": the count is then rounded.
+    rec["options"] = {
+        "count": count_of(completed.group("count"), completed.group("csfx"), source)
+    }
     if size is not None:
         rec["options"]["size"] = size
-    return {"tool": "ioping", "tool_version": None, "records": [rec]}
+    return _result(None, rec, direction)
+
+
+def _result(version, rec, direction) -> dict:
+    out = {"tool": "ioping", "tool_version": version, "records": [rec]}
+    if direction is None:
+        out["notes"] = [NO_DIRECTION.format(tool="ioping")]
+    return out
 
 
 def parse_batch(text: str, source: str, direction: str | None = None) -> dict:
@@ -136,8 +147,6 @@ def parse_batch(text: str, source: str, direction: str | None = None) -> dict:
             "expected an ioping -B line of 8 (before 1.0, usec) "
             "or 10 (1.0+, nsec) numbers",
         )
-    if direction is None:
-        raise ParseError(source, "ioping -B output does not say read or write; name it")
     f = raw[-1]
     scale = 1 if len(f) == 10 else 1000  # 8 fields: microseconds
     count, total, iops, bps, mn, avg, mx, mdev = f[:8]
@@ -153,11 +162,7 @@ def parse_batch(text: str, source: str, direction: str | None = None) -> dict:
         lat_stdev_ns=num(dec(mdev, source) * scale),
     )
     rec["options"] = {"count": int(dec(count, source))}
-    return {
-        "tool": "ioping",
-        "tool_version": ">=1.0" if len(f) == 10 else "<1.0",
-        "records": [rec],
-    }
+    return _result(">=1.0" if len(f) == 10 else "<1.0", rec, direction)
 
 
 def _is_number(s: str) -> bool:
@@ -188,8 +193,6 @@ def parse_json(text: str, source: str, direction: str | None = None) -> dict:
     if stat is None:
         raise ParseError(source, "ioping JSON has no final 'stat' object (truncated?)")
     direction = seen_dir or direction
-    if direction is None:
-        raise ParseError(source, "ioping JSON does not say read or write; name it")
 
     def n(key, scale=1):
         return from_json_number(stat.get(key), scale, source, f"stat.{key}")
@@ -209,4 +212,4 @@ def parse_json(text: str, source: str, direction: str | None = None) -> dict:
     rec["options"] = {"count": stat.get("count")}
     if size is not None:
         rec["options"]["size"] = size
-    return {"tool": "ioping", "tool_version": ">=1.2", "records": [rec]}
+    return _result(">=1.2", rec, direction)
