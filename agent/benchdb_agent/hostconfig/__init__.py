@@ -87,9 +87,9 @@ def for_proxmox(conf_text: str, storage_cfg_text: Optional[str] = None):
 
 def for_libvirt_xml(xml_text: str) -> List[Disk]:
     """Disks of a libvirt domain XML (``virsh dumpxml``)."""
-    from . import _legacy
+    from . import libvirt
 
-    return _legacy.libvirt(xml_text)
+    return libvirt.disks(xml_text)
 
 
 def for_qmp(query_block, query_iothreads=None, named_nodes=None) -> List[Disk]:

@@ -172,6 +172,25 @@ def opts_dict(text: str, implied: Optional[str] = None) -> Dict[str, str]:
     return dict(split_opts(text, implied))
 
 
+def device_opts(text: str) -> Dict[str, str]:
+    """-device options, key=value or JSON, as strings (booleans on/off)."""
+    if text.strip().startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"-device JSON: {exc}") from None
+        out = {}
+        for k, v in doc.items():
+            if isinstance(v, bool):
+                out[k] = "on" if v else "off"
+            elif isinstance(v, (dict, list)):
+                out[k] = json.dumps(v)
+            else:
+                out[k] = str(v)
+        return out
+    return opts_dict(text, "driver")
+
+
 def _nest(flat: Dict[str, str]) -> dict:
     """Dotted keys (file.driver=file) to nested dicts, as QEMU's keyval does."""
     out: dict = {}
@@ -231,6 +250,8 @@ def backend_of_path(path: str) -> Tuple[str, str]:
         return "nfs", why
     if re.match(r"^(nbd|gluster|ssh|https?|ftps?|sheepdog)[:+]", path):
         return "other", why
+    if re.match(r"^/dev/disk/by-path/ip-.*-iscsi-", path):
+        return "iscsi", why
     if path.startswith("/dev/zvol/"):
         return "zfs", why
     if path.startswith("/dev/mapper/") or re.match(
@@ -310,7 +331,7 @@ class Command:
                 self.blockdevs[nn] = node
                 self.blockdev_order.append(nn)
             elif name == "device":
-                self.devices.append(opts_dict(value, "driver"))
+                self.devices.append(device_opts(value))
             elif name in ("machine", "M"):
                 opts = opts_dict(value, "type")
                 self.machine.update(opts)
@@ -681,7 +702,11 @@ def _blockdev_disk(cmd: Command, name: str) -> Disk:
         backend, bwhy = backend_of_path(path)
     else:
         disk.set("aio", "default", f"the {driver} driver does its own I/O; no aio")
+        if driver == "nvme" and not path:
+            path = f"nvme://{proto.get('device', '')}/{proto.get('namespace', '')}"
+            disk.path = path
         backend, bwhy = {
+            "nvme": ("passthrough", "-blockdev driver nvme (a host NVMe device)"),
             "rbd": ("ceph-rbd", "-blockdev driver rbd (librbd)"),
             "iscsi": ("iscsi", "-blockdev driver iscsi (libiscsi)"),
             "nfs": ("nfs", "-blockdev driver nfs (libnfs)"),
@@ -728,6 +753,16 @@ def _apply_device(cmd: Command, disk: Disk, dev: Dict[str, str], blockdev: bool)
         if dev.get("iothread"):
             disk.iothread_id = dev["iothread"]
             disk.set("iothread", "yes", f"set in the config ({where} iothread=)")
+        elif dev.get("iothread-vq-mapping"):
+            try:
+                mapping = json.loads(dev["iothread-vq-mapping"])
+                ids = [str(m.get("iothread")) for m in mapping]
+            except (ValueError, AttributeError):
+                ids = []
+            disk.iothread_id = ",".join(ids)
+            disk.set(
+                "iothread", "yes", f"set in the config ({where} iothread-vq-mapping)"
+            )
     elif driver.startswith("scsi-"):
         ctl = _controller(cmd, dev.get("bus", ""), set(SCSI_HBAS) | _OTHER_SCSI)
         ctl_driver = (ctl or {}).get("driver", "")
