@@ -182,11 +182,29 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    # Anonymous API reads per client address; signed-in users and tokens are
+    # not counted here (submissions and saves have their own throttles).
+    "DEFAULT_THROTTLE_CLASSES": ["benchdb.api.throttling.AnonReadThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "submissions": os.environ.get("SUBMISSION_THROTTLE", "120/hour"),
         "anon": os.environ.get("ANON_THROTTLE", "2000/hour"),
+        "comparisons": os.environ.get("COMPARISON_THROTTLE", "60/hour"),
     },
+    "NUM_PROXIES": None,  # replaced below: benchdb.api.throttling.client_address
 }
+# The client address throttles count by (benchdb/api/throttling.py
+# client_address; docs/deploy.md "Client address and throttles"):
+# REMOTE_ADDR, unless the deployment names its proxies.  TRUSTED_PROXIES
+# (addresses or networks, comma-separated) wins over NUM_PROXIES (how many
+# proxies append to X-Forwarded-For in front of gunicorn).  Without either,
+# X-Forwarded-For is ignored: a client could write anything there.
+TRUSTED_PROXIES = envlist("TRUSTED_PROXIES", "")
+NUM_PROXIES = envint("NUM_PROXIES", 0)
+REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES
+# Sign-in attempts: after LOGIN_FAILURE_LIMIT failures from one address or for
+# one user name within LOGIN_FAILURE_WINDOW_S, the login page answers 429.
+LOGIN_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 10)
+LOGIN_FAILURE_WINDOW_S = envint("LOGIN_FAILURE_WINDOW_S", 900)
 SPECTACULAR_SETTINGS = {
     "TITLE": "benchdb API",
     "DESCRIPTION": (
@@ -232,10 +250,29 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The public dump for researchers (benchdb/results/tasks.py public_dump), run
 # by `celery -A benchdb beat`; files under PUBLIC_DUMP_DIR (default var/dumps).
 PUBLIC_DUMP_DIR = os.environ.get("PUBLIC_DUMP_DIR", "")
+# No stranded submission (benchdb/results/tasks.py requeue_stale, run by
+# beat): a submission whose message never reached the broker is queued as soon
+# as the broker answers; one still "processing" this long after its last
+# change lost its worker (more than the task time limit, so a live task is
+# never doubled); one "queued" this long after its message was sent lost it
+# with the broker.  After SUBMISSION_MAX_ATTEMPTS the submission fails.  The
+# upload answers 503 with Retry-After SUBMISSION_RETRY_AFTER_S when it could
+# not queue.  docs/deploy.md, "Submissions".
+SUBMISSION_REQUEUE_INTERVAL_S = envint("SUBMISSION_REQUEUE_INTERVAL_S", 60)
+SUBMISSION_PROCESSING_STALE_AFTER_S = envint(
+    "SUBMISSION_PROCESSING_STALE_AFTER_S", CELERY_TASK_TIME_LIMIT + 60
+)
+SUBMISSION_QUEUED_STALE_AFTER_S = envint("SUBMISSION_QUEUED_STALE_AFTER_S", 3600)
+SUBMISSION_MAX_ATTEMPTS = envint("SUBMISSION_MAX_ATTEMPTS", 5)
+SUBMISSION_RETRY_AFTER_S = envint("SUBMISSION_RETRY_AFTER_S", 60)
 CELERY_BEAT_SCHEDULE = {
     "public-dump": {
         "task": "benchdb.results.tasks.public_dump",
         "schedule": envint("PUBLIC_DUMP_INTERVAL_S", 24 * 3600),
+    },
+    "requeue-stale-submissions": {
+        "task": "benchdb.results.tasks.requeue_stale",
+        "schedule": SUBMISSION_REQUEUE_INTERVAL_S,
     },
 }
 # beat keeps its last-run times in a file; not in the working directory.

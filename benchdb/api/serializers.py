@@ -52,6 +52,18 @@ class SubmissionSerializer(serializers.ModelSerializer):
     )
     run_url = serializers.SerializerMethodField()
     errors = serializers.ListField(child=serializers.DictField(), read_only=True)
+    last_error = serializers.CharField(
+        read_only=True,
+        help_text="What last went wrong outside the bundle (broker unreachable, "
+        "a worker lost mid-ingest); empty when nothing did.",
+    )
+    queued_at = serializers.DateTimeField(
+        source="enqueued",
+        read_only=True,
+        allow_null=True,
+        help_text="When the ingest was last handed to the task queue; null "
+        "while the queue could not be reached (it is queued again by itself).",
+    )
 
     class Meta:
         model = Submission
@@ -63,6 +75,8 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "run_url",
             "errors",
             "attempts",
+            "last_error",
+            "queued_at",
             "created",
             "updated",
         ]

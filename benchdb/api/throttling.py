@@ -1,13 +1,74 @@
-"""Submission throttles: per token (or account) and per client address.
+"""Throttles, and the client address they count by.
 
-Both apply to ``POST /api/v1/submissions/`` with the ``submissions`` rate, so
-one token cannot flood the queue from many machines and one machine cannot
-flood it with many tokens or anonymously.
+The address is the deployment's to define (docs/deploy.md, "Client address
+and throttles"): ``REMOTE_ADDR`` unless proxies are declared.  With
+``TRUSTED_PROXIES`` (addresses or networks), ``X-Forwarded-For`` is walked
+from the right past every trusted hop; with ``NUM_PROXIES = n``, the n-th
+address from its right is the client.  A client's own ``X-Forwarded-For``
+entries are never believed beyond that, so a made-up header cannot reset a
+counter.
+
+- submissions: per token (or account) and per client address, the
+  ``submissions`` rate, so one token cannot flood the queue from many
+  machines and one machine cannot with many tokens or anonymously;
+- reads: anonymous requests per address, the ``anon`` rate (every API view);
+- comparison saves: per account or address, the ``comparisons`` rate;
+- logins: failed sign-ins per address and per user name (``login_allowed``).
 """
 
 from __future__ import annotations
 
-from rest_framework.throttling import SimpleRateThrottle
+import ipaddress
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle
+
+
+def _networks() -> list:
+    return [
+        ipaddress.ip_network(item, strict=False)
+        for item in getattr(settings, "TRUSTED_PROXIES", [])
+    ]
+
+
+def _trusted(address: str, networks: list) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
+
+
+def client_address(request) -> str | None:
+    """The client's IP address as the deployment's proxy settings define it."""
+    meta = getattr(request, "META", {})
+    remote = (meta.get("REMOTE_ADDR") or "").strip() or None
+    forwarded = [
+        a.strip() for a in meta.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()
+    ]
+    networks = _networks()
+    if networks:
+        address = remote
+        while address and _trusted(address, networks) and forwarded:
+            address = forwarded.pop()
+        return _valid(address)
+    hops = getattr(settings, "NUM_PROXIES", 0)
+    if hops and forwarded:
+        return _valid(forwarded[-min(hops, len(forwarded))])
+    return _valid(remote)
+
+
+def _valid(address: str | None) -> str | None:
+    try:
+        return str(ipaddress.ip_address(address)) if address else None
+    except ValueError:
+        return None
+
+
+class ClientAddressMixin:
+    def get_ident(self, request):
+        return client_address(request) or "unknown"
 
 
 class SubmissionTokenThrottle(SimpleRateThrottle):
@@ -23,7 +84,7 @@ class SubmissionTokenThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
 
-class SubmissionAddressThrottle(SimpleRateThrottle):
+class SubmissionAddressThrottle(ClientAddressMixin, SimpleRateThrottle):
     scope = "submissions"
     cache_format = "throttle_%(scope)s_addr_%(ident)s"
 
@@ -32,3 +93,52 @@ class SubmissionAddressThrottle(SimpleRateThrottle):
             "scope": self.scope,
             "ident": self.get_ident(request),
         }
+
+
+class AnonReadThrottle(ClientAddressMixin, AnonRateThrottle):
+    """Anonymous API requests per client address (the ``anon`` rate)."""
+
+
+class ComparisonSaveThrottle(ClientAddressMixin, SimpleRateThrottle):
+    """Saved comparisons per account, or per address when anonymous."""
+
+    scope = "comparisons"
+
+    def get_cache_key(self, request, view):
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            ident = f"user-{user.pk}"
+        else:
+            ident = f"addr-{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+def comparison_save_allowed(request) -> bool:
+    """The page's save form counts against the same throttle as the API."""
+    return ComparisonSaveThrottle().allow_request(request, None)
+
+
+# Logins ----------------------------------------------------------------------
+
+
+def _login_keys(request, username: str) -> list[str]:
+    return [
+        f"login-fail-addr-{client_address(request) or 'unknown'}",
+        f"login-fail-user-{username.strip().lower()[:150]}",
+    ]
+
+
+def login_allowed(request, username: str) -> bool:
+    """False once this address or user name has failed too often lately."""
+    limit = settings.LOGIN_FAILURE_LIMIT
+    return all(cache.get(k, 0) < limit for k in _login_keys(request, username))
+
+
+def login_failed(request, username: str) -> None:
+    window = settings.LOGIN_FAILURE_WINDOW_S
+    for key in _login_keys(request, username):
+        cache.add(key, 0, window)
+        try:
+            cache.incr(key)
+        except ValueError:
+            cache.set(key, 1, window)

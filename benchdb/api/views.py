@@ -34,7 +34,12 @@ from benchdb.api import serializers as s
 from benchdb.api.exceptions import BundleInvalid
 from benchdb.api.permissions import IsRunOwnerOrReadOnly, IsStaff, owner_key
 from benchdb.api.renderers import CSVRenderer
-from benchdb.api.throttling import SubmissionAddressThrottle, SubmissionTokenThrottle
+from benchdb.api.throttling import (
+    ComparisonSaveThrottle,
+    SubmissionAddressThrottle,
+    SubmissionTokenThrottle,
+    client_address,
+)
 from benchdb.api.validation import check_bundle
 from benchdb.results import compare, exports, ingest, reads
 from benchdb.results.filters import RunFilterSet
@@ -45,8 +50,7 @@ from benchdb.results.models import (
     hash_secret,
     new_secret,
 )
-from benchdb.results.tasks import ingest as ingest_task
-from benchdb.results.tasks import read_latest_dump
+from benchdb.results.tasks import enqueue, read_latest_dump
 from benchdb.results.vocab import Visibility
 from benchdb_agent import bundle as agent_bundle
 from benchdb_agent import parsers as agent_parsers
@@ -203,6 +207,7 @@ class SubmissionViewSet(
         if existing is not None:
             return self._existing(existing)
         key = new_secret("bdo") if user is None else None
+        queued = {}
         try:
             with transaction.atomic():
                 sub = Submission.objects.create(
@@ -211,14 +216,20 @@ class SubmissionViewSet(
                     submitted_by=user,
                     owner_key_hash=hash_secret(key) if key else "",
                     visibility=visibility,
-                    remote_addr=request.META.get("REMOTE_ADDR") or None,
+                    remote_addr=client_address(request),
                 )
-                transaction.on_commit(lambda: ingest_task.delay(sub.pk))
+                # After the commit, so the worker finds the row; at once (the
+                # commit is this block's end), so the answer can say whether
+                # the message reached the broker.
+                transaction.on_commit(lambda: queued.update(ok=enqueue(sub.pk)))
         except IntegrityError:
             # The same bundle arrived twice at once: the other request won.
             return self._existing(Submission.objects.get(bundle_id=bundle_id))
+        sub.refresh_from_db()
         sub.owner_key = key
         data = s.SubmissionCreatedSerializer(sub, context={"request": request}).data
+        if queued.get("ok") is False:
+            return self._not_queued(data)
         return Response(
             data,
             status=status.HTTP_202_ACCEPTED,
@@ -226,8 +237,46 @@ class SubmissionViewSet(
         )
 
     def _existing(self, sub: Submission) -> Response:
+        """A bundle received before: 200 with its status; a submission whose
+        message never reached the broker is queued now (202), or 503 again."""
+        if sub.status == Submission.Status.QUEUED and sub.enqueued is None:
+            ok = enqueue(sub.pk)
+            sub.refresh_from_db()
+            data = s.SubmissionSerializer(sub, context={"request": self.request}).data
+            if not ok:
+                return self._not_queued(data)
+            return Response(
+                data,
+                status=status.HTTP_202_ACCEPTED,
+                headers={"Location": data["status_url"]},
+            )
         data = s.SubmissionSerializer(sub, context={"request": self.request}).data
         return Response(data, status=status.HTTP_200_OK)
+
+    def _not_queued(self, data: dict) -> Response:
+        """503: stored, but the broker could not be reached.  The submission
+        (and an anonymous owner key, shown only here) is in the body; resend
+        the same bundle after Retry-After, or wait: it is queued by itself
+        once the broker is back (tasks.requeue_stale)."""
+        retry = settings.SUBMISSION_RETRY_AFTER_S
+        body = {
+            "errors": [
+                {
+                    "pointer": None,
+                    "message": "The bundle is stored but its ingest could not be "
+                    "queued (the task broker is unreachable). Send the same bundle "
+                    f"again in {retry} s, or follow status_url: it is queued by "
+                    "itself once the broker is back.",
+                    "code": "queue_unavailable",
+                }
+            ],
+            **data,
+        }
+        return Response(
+            body,
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(retry), "Location": data["status_url"]},
+        )
 
 
 # Runs ------------------------------------------------------------------------
@@ -617,6 +666,11 @@ class ComparisonViewSet(
     serializer_class = s.SavedComparisonSerializer
     permission_classes = [permissions.AllowAny]
     filter_backends: list = []
+
+    def get_throttles(self):
+        if self.action == "create":
+            return [*super().get_throttles(), ComparisonSaveThrottle()]
+        return super().get_throttles()
 
     @extend_schema(
         summary="Save a comparison as a share link",

@@ -541,7 +541,14 @@ class Submission(models.Model):
         max_length=16, choices=Visibility.choices, default=Visibility.PUBLIC
     )
     remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    # Ingest attempts started (a worker marked the row processing).
     attempts = models.PositiveSmallIntegerField(default=0)
+    # When the ingest message last reached the broker; NULL while it never
+    # did (the broker was down): requeue_stale and a resend queue it then.
+    enqueued = models.DateTimeField(null=True, blank=True)
+    # The last thing that went wrong (broker unreachable, a worker lost),
+    # shown on the status URL; failures of the bundle itself are in errors.
+    last_error = models.TextField(blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

@@ -14,13 +14,15 @@ import json
 import logging
 import os
 import shutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from benchdb.results import exports
 from benchdb.results.ingest import IngestError, store_bundle
@@ -38,7 +40,11 @@ MAX_RETRIES = 5
 def _fail(submission_id: int, errors: list[dict]) -> None:
     Submission.objects.filter(pk=submission_id).exclude(
         status=Submission.Status.DONE
-    ).update(status=Submission.Status.FAILED, errors=errors)
+    ).update(
+        status=Submission.Status.FAILED,
+        errors=errors,
+        last_error="; ".join(e["message"] for e in errors)[:1000],
+    )
 
 
 @shared_task(bind=True, max_retries=MAX_RETRIES)
@@ -107,6 +113,87 @@ def ingest(self, submission_id: int) -> None:
         )
         raise
     log.info("submission %s ingested as run %s", sub.bundle_id, run.pk)
+
+
+# Publishing to a broker that is down fails within about a second instead of
+# holding the upload request (Celery's default retries for much longer).
+PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.3,
+    "interval_max": 0.5,
+}
+
+
+def enqueue(submission_id: int) -> bool:
+    """Send the ingest message for a stored submission; False if the broker
+    could not be reached (the row says so, and stays queued for a resend or
+    ``requeue_stale``)."""
+    try:
+        ingest.apply_async(
+            args=[submission_id], retry=True, retry_policy=PUBLISH_RETRY_POLICY
+        )
+    except Exception as exc:  # kombu/redis/amqp each raise their own kinds
+        log.warning("submission %s: could not queue the ingest: %s", submission_id, exc)
+        Submission.objects.filter(pk=submission_id).update(
+            enqueued=None,
+            last_error=f"could not queue the ingest (broker unreachable): {exc}"[:1000],
+            updated=timezone.now(),
+        )
+        return False
+    Submission.objects.filter(pk=submission_id).update(enqueued=timezone.now())
+    return True
+
+
+@shared_task
+def requeue_stale() -> int:
+    """Queue again the submissions no worker will otherwise finish.
+
+    Run by beat every ``SUBMISSION_REQUEUE_INTERVAL_S``: rows ``queued`` whose
+    message never reached the broker (``enqueued`` is NULL), ``queued`` ones
+    whose message was sent longer than ``SUBMISSION_QUEUED_STALE_AFTER_S`` ago
+    (a broker restarted without its queue), and ``processing`` ones untouched
+    for ``SUBMISSION_PROCESSING_STALE_AFTER_S`` (a worker killed mid-task;
+    more than the task time limit, so a live task is never doubled, and a
+    doubled one would find the row done and return).  A row that has had
+    ``SUBMISSION_MAX_ATTEMPTS`` attempts is failed instead, with the reason.
+    Returns how many were queued.
+    """
+    now = timezone.now()
+    queued_before = now - timedelta(seconds=settings.SUBMISSION_QUEUED_STALE_AFTER_S)
+    processing_before = now - timedelta(
+        seconds=settings.SUBMISSION_PROCESSING_STALE_AFTER_S
+    )
+    stale = Submission.objects.filter(
+        Q(status=Submission.Status.QUEUED, enqueued__isnull=True)
+        | Q(status=Submission.Status.QUEUED, enqueued__lt=queued_before)
+        | Q(status=Submission.Status.PROCESSING, updated__lt=processing_before)
+    ).order_by("created")
+    count = 0
+    for sub in stale.only("pk", "status", "attempts").iterator():
+        if sub.attempts >= settings.SUBMISSION_MAX_ATTEMPTS:
+            _fail(
+                sub.pk,
+                [
+                    {
+                        "pointer": None,
+                        "message": f"gave up after {sub.attempts} attempts "
+                        "(the worker was lost each time)",
+                    }
+                ],
+            )
+            continue
+        if sub.status == Submission.Status.PROCESSING:
+            Submission.objects.filter(pk=sub.pk).update(
+                last_error="the worker was lost during the ingest; queued again",
+                updated=now,
+            )
+        if not enqueue(sub.pk):
+            break  # the broker is still down: the next round tries again
+        count += 1
+    if count:
+        log.info("requeued %d stale submission(s)", count)
+    return count
 
 
 # Columns of the public dump's results.csv: one row per run and test, the same

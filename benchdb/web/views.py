@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
@@ -20,6 +21,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from benchdb.api.throttling import (
+    comparison_save_allowed,
+    login_allowed,
+    login_failed,
+)
 from benchdb.results import compare as compare_mod
 from benchdb.results import exports, reads
 from benchdb.results.models import (
@@ -298,6 +304,12 @@ def run_export(request):
 
 @require_POST
 def compare_save(request):
+    if not comparison_save_allowed(request):
+        return HttpResponse(
+            "Too many comparisons saved from here lately; try again later.",
+            status=429,
+            content_type="text/plain; charset=utf-8",
+        )
     try:
         ids = _run_ids(request.POST.get("runs", ""))
         ref = request.POST.get("ref")
@@ -402,6 +414,30 @@ def token_revoke(request, pk: int):
     token.revoke()
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("submit")
+
+
+class LoginView(auth_views.LoginView):
+    """Django's sign-in page with a brute-force limit: after
+    LOGIN_FAILURE_LIMIT failures from one address or for one user name within
+    LOGIN_FAILURE_WINDOW_S, it answers 429 without checking the password."""
+
+    def post(self, request, *args, **kwargs):
+        username = request.POST.get("username", "")
+        if not login_allowed(request, username):
+            form = self.get_form()
+            form.errors.clear()
+            form.add_error(
+                None, "Too many failed sign-ins; wait a few minutes and try again."
+            )
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        login_failed(self.request, self.request.POST.get("username", ""))
+        return super().form_invalid(form)
+
+
+login_view = LoginView.as_view()
 
 
 def signup(request):

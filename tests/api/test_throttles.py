@@ -1,0 +1,147 @@
+"""Throttles count by the client address the deployment defines, and apply to
+submissions, anonymous reads, comparison saves and sign-ins."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+
+import pytest
+from django.test import Client, RequestFactory
+
+from benchdb.api.throttling import (
+    AnonReadThrottle,
+    ComparisonSaveThrottle,
+    SubmissionAddressThrottle,
+    client_address,
+)
+from benchdb.results.ingest import store_bundle
+from benchdb.results.models import Comparison, Submission
+from tests.api.factories import make_bundle
+
+pytestmark = pytest.mark.django_db
+
+
+def request_from(remote: str, forwarded: str | None = None):
+    extra = {"REMOTE_ADDR": remote}
+    if forwarded is not None:
+        extra["HTTP_X_FORWARDED_FOR"] = forwarded
+    return RequestFactory().get("/", **extra)
+
+
+def test_without_proxies_a_forwarded_header_is_ignored(settings):
+    settings.NUM_PROXIES, settings.TRUSTED_PROXIES = 0, []
+    assert client_address(request_from("203.0.113.7", "1.2.3.4")) == "203.0.113.7"
+
+
+def test_num_proxies_takes_the_address_the_last_proxy_saw(settings):
+    settings.NUM_PROXIES, settings.TRUSTED_PROXIES = 1, []
+    # The client wrote "1.2.3.4" itself; the proxy appended the real address.
+    request = request_from("10.0.0.2", "1.2.3.4, 198.51.100.9")
+    assert client_address(request) == "198.51.100.9"
+    settings.NUM_PROXIES = 2
+    request = request_from("10.0.0.2", "1.2.3.4, 198.51.100.9, 10.0.0.3")
+    assert client_address(request) == "198.51.100.9"
+
+
+def test_trusted_proxies_are_walked_past_from_the_right(settings):
+    settings.NUM_PROXIES, settings.TRUSTED_PROXIES = 0, ["10.0.0.0/8"]
+    request = request_from("10.0.0.2", "1.2.3.4, 198.51.100.9, 10.0.0.3")
+    assert client_address(request) == "198.51.100.9"
+    # Not from a trusted proxy: the header is not believed at all.
+    assert client_address(request_from("203.0.113.7", "1.2.3.4")) == "203.0.113.7"
+    # A garbage hop is no address.
+    assert client_address(request_from("10.0.0.2", "not-an-ip")) is None
+
+
+def test_a_made_up_forwarded_header_does_not_reset_the_submission_throttle(
+    api, fio, monkeypatch, settings
+):
+    settings.NUM_PROXIES, settings.TRUSTED_PROXIES = 0, []
+    monkeypatch.setattr(SubmissionAddressThrottle, "rate", "2/hour", raising=False)
+    good = make_bundle(fio)
+    statuses = []
+    for i in range(3):
+        doc = copy.deepcopy(good)
+        doc["bundle_id"] = str(uuid.uuid4())
+        response = api.post(
+            "/api/v1/submissions/",
+            doc,
+            format="json",
+            HTTP_X_FORWARDED_FOR=f"192.0.2.{i}",
+        )
+        statuses.append(response.status_code)
+    assert statuses == [202, 202, 429]
+    assert Submission.objects.count() == 2
+    assert Submission.objects.filter(remote_addr="127.0.0.1").count() == 2
+
+
+def test_anonymous_reads_are_throttled_per_address(api, monkeypatch):
+    monkeypatch.setattr(AnonReadThrottle, "rate", "3/hour", raising=False)
+    statuses = [api.get("/api/v1/runs/").status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    body = api.get("/api/v1/vocabularies/")
+    assert body.status_code == 429
+    assert int(body["Retry-After"]) > 0
+    assert body.json()["errors"][0]["code"] == "throttled"
+
+
+def test_signed_in_reads_are_not_counted_as_anonymous(alice, monkeypatch):
+    from tests.api.conftest import token_client
+
+    monkeypatch.setattr(AnonReadThrottle, "rate", "1/hour", raising=False)
+    client = token_client(alice)
+    assert [client.get("/api/v1/runs/").status_code for _ in range(3)] == [200] * 3
+
+
+def test_saving_comparisons_is_throttled_in_the_api_and_on_the_page(
+    fio, alice, monkeypatch
+):
+    from tests.api.conftest import token_client
+
+    monkeypatch.setattr(ComparisonSaveThrottle, "rate", "2/hour", raising=False)
+    run = store_bundle(make_bundle(fio), owner=alice)
+    api = token_client(alice)
+    first = api.post("/api/v1/comparisons/", {"runs": [run.pk]}, format="json")
+    assert first.status_code == 201
+    page = Client()
+    page.force_login(alice)
+    assert page.post("/compare/save/", {"runs": str(run.pk)}).status_code == 302
+    # The third save, by either door, is refused: one count for both.
+    assert page.post("/compare/save/", {"runs": str(run.pk)}).status_code == 429
+    again = api.post("/api/v1/comparisons/", {"runs": [run.pk]}, format="json")
+    assert again.status_code == 429
+    assert Comparison.objects.count() == 2
+
+
+def test_sign_in_is_refused_after_too_many_failures(django_user_model, settings):
+    settings.LOGIN_FAILURE_LIMIT = 3
+    django_user_model.objects.create_user("carol", password="right-horse-battery")
+    client = Client()
+    for _ in range(3):
+        response = client.post(
+            "/accounts/login/", {"username": "carol", "password": "wrong"}
+        )
+        assert response.status_code == 200  # the form again, with its error
+    # Now even the right password is not tried: 429, and no session.
+    response = client.post(
+        "/accounts/login/", {"username": "carol", "password": "right-horse-battery"}
+    )
+    assert response.status_code == 429
+    assert "Too many failed sign-ins" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    # Another user name from the same address is refused too (per address).
+    other = client.post("/accounts/login/", {"username": "dave", "password": "x"})
+    assert other.status_code == 429
+
+
+def test_a_good_sign_in_still_works_below_the_limit(django_user_model, settings):
+    settings.LOGIN_FAILURE_LIMIT = 3
+    django_user_model.objects.create_user("erin", password="right-horse-battery")
+    client = Client()
+    client.post("/accounts/login/", {"username": "erin", "password": "wrong"})
+    response = client.post(
+        "/accounts/login/", {"username": "erin", "password": "right-horse-battery"}
+    )
+    assert response.status_code == 302
+    assert client.session["_auth_user_id"]
