@@ -129,7 +129,12 @@ class RunFilterSet(filters.FilterSet):
 
     q = filters.CharFilter(method="search", label="Free-text search")
     role = _multi(Role)
-    platform = _multi(Platform)
+    # A host baseline runs no hypervisor of its own: it is listed under the
+    # platform of the guests measured against it, so filtering by Proxmox
+    # keeps the Proxmox guests' baselines.
+    platform = filters.MultipleChoiceFilter(
+        choices=Platform.choices, method="platform_or_guests_platform"
+    )
     virtualization = _multi(Virtualization)
     cache_mode = _multi(CacheMode)
     aio_mode = _multi(AioMode)
@@ -187,6 +192,12 @@ class RunFilterSet(filters.FilterSet):
         return qs.filter(
             Exists(Result.objects.filter(run_id=OuterRef("pk"), test_id=value))
         )
+
+    def platform_or_guests_platform(self, qs: QuerySet, name: str, value) -> QuerySet:
+        if not value:
+            return qs
+        guests = Run.objects.filter(baseline=OuterRef("pk"), platform__in=value)
+        return qs.filter(Q(platform__in=value) | (Q(role=Role.HOST) & Exists(guests)))
 
     def search(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         """Every word must appear in one of the text fields (any of them)."""

@@ -435,3 +435,140 @@ def headlines(rows: list[dict]) -> list[dict]:
             }
         )
     return out
+
+
+# Browse columns: ordering name -> (test id, Result column), both ways.
+BROWSE_HEADLINES = {
+    "rand4k_iops": ("fio-rand-read-4k-q32t1", "iops_mean"),
+    "seq1m_bw": ("fio-seq-read-1m-q8t1", "bw_bytes_mean"),
+}
+
+
+def with_headlines(qs):
+    """The run list with its headline figures as columns (a correlated
+    subquery each; PostgreSQL evaluates them for the page's rows only unless
+    the list is sorted by one) and the host baseline's 4K figure, for the
+    overhead, when that baseline is listed."""
+    from django.db.models import OuterRef, Subquery
+
+    from benchdb.results.models import Result, Run
+
+    def figure(run_ref: str, test_id: str, column: str):
+        return Subquery(
+            Result.objects.filter(run=OuterRef(run_ref), test_id=test_id)
+            .order_by("id")
+            .values(column)[:1]
+        )
+
+    listed = Run.objects.listed().filter(pk=OuterRef(OuterRef("baseline_id")))
+    host = Subquery(
+        Result.objects.filter(
+            run=OuterRef("baseline_id"), test_id=BROWSE_HEADLINES["rand4k_iops"][0]
+        )
+        .filter(run__in=listed.values("pk"))
+        .order_by("id")
+        .values("iops_mean")[:1]
+    )
+    annotations = {
+        name: figure("pk", test_id, column)
+        for name, (test_id, column) in BROWSE_HEADLINES.items()
+    }
+    return qs.annotate(**annotations, host_rand4k_iops=host)
+
+
+def order_by_headline(qs, ordering: str):
+    """Sort by a headline figure; runs without it last, either way."""
+    from django.db.models import F
+
+    name = ordering.lstrip("-")
+    expr = F(name)
+    expr = (
+        expr.desc(nulls_last=True)
+        if ordering.startswith("-")
+        else expr.asc(nulls_last=True)
+    )
+    return qs.order_by(expr, "-id")
+
+
+def overhead_percent(guest, host) -> float | None:
+    """Guest ÷ host − 1 in percent, for a list column; None without both."""
+    if guest is None or not host:
+        return None
+    return (guest / host - 1) * 100
+
+
+FACET_WORDS = {
+    "role": "Role",
+    "platform": "Platform",
+    "virtualization": "Virtualization",
+    "cache_mode": "Cache mode",
+    "aio_mode": "AIO",
+    "image_format": "Image format",
+    "storage_backend": "Storage",
+    "disk_bus": "Bus",
+    "source": "Source",
+    "disk_type": "Disk type",
+    "raid_level": "RAID",
+}
+
+
+def chips(params, facets: list[dict]) -> list[dict]:
+    """Every active filter as a removable chip: {label, href}; and, in
+    ``facets``, every chosen value kept even when it now matches nothing (a
+    filter never vanishes from the menu while it is on)."""
+    labels = {}
+    for facet in facets:
+        facet["label"] = FACET_WORDS.get(facet["name"], facet["label"])
+        shown = {o["value"] for o in facet["options"]}
+        for value in params.getlist(facet["name"]):
+            if value not in shown:
+                facet["options"].append(
+                    {"value": value, "label": value, "n": 0, "checked": True}
+                )
+        for o in facet["options"]:
+            labels[(facet["name"], o["value"])] = o["label"]
+    out = []
+    for name in params:
+        if name in ("page", "ordering"):
+            continue
+        for value in params.getlist(name):
+            if not value:
+                continue
+            rest = params.copy()
+            rest.pop("page", None)
+            others = [v for v in rest.getlist(name) if v != value]
+            if others:
+                rest.setlist(name, others)
+            else:
+                rest.pop(name, None)
+            words = FACET_WORDS.get(name, "Search" if name == "q" else name)
+            out.append(
+                {
+                    "label": f"{words}: {labels.get((name, value), value)}",
+                    "href": "?" + rest.urlencode(),
+                }
+            )
+    return out
+
+
+def label_host_platforms(hosts: list) -> None:
+    """``host.platform_label``: a host baseline's platform is its guests'
+    ("Proxmox VE (host)"), where its own is unknown.  One query."""
+    from benchdb.results.models import Run
+
+    platforms = defaultdict(set)
+    rows = (
+        Run.objects.listed()
+        .filter(baseline__in=[h.pk for h in hosts])
+        .values_list("baseline_id", "platform")
+        .distinct()
+    )
+    labels = dict(Run._meta.get_field("platform").choices)
+    for baseline_id, platform in rows:
+        platforms[baseline_id].add(labels.get(platform, platform))
+    for host in hosts:
+        own = host.get_platform_display()
+        if host.platform == "unknown" and platforms.get(host.pk):
+            host.platform_label = ", ".join(sorted(platforms[host.pk])) + " (host)"
+        else:
+            host.platform_label = own

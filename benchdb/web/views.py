@@ -47,28 +47,46 @@ def home(request):
 
 
 def run_list(request):
+    params = request.GET.copy()
+    ordering = params.get("ordering", "")
+    by_headline = ordering.lstrip("-") in present.BROWSE_HEADLINES
+    if by_headline:
+        params.pop("ordering")  # not a column: sorted here, below
     try:
-        filterset = reads.browse(request.GET)
+        filterset = reads.browse(params)
     except reads.FilterError as exc:
         return render(
             request,
             "web/runs.html",
-            {"filterset": exc.filterset, "errors": exc.errors},
+            {
+                "filterset": exc.filterset,
+                "errors": exc.errors,
+                "chips": present.chips(request.GET, []),
+            },
             status=400,
         )
-    qs = filterset.qs
+    qs = present.with_headlines(filterset.qs)
+    if by_headline:
+        qs = present.order_by_headline(qs, ordering)
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    for run in page:
+        run.rand4k_overhead = present.overhead_percent(
+            run.rand4k_iops, run.host_rand4k_iops
+        )
+    present.label_host_platforms([r for r in page if r.role == "host"])
     query = request.GET.copy()
     query.pop("page", None)
+    facets = reads.facet_counts(params, filterset.qs)
     return render(
         request,
         "web/runs.html",
         {
             "filterset": filterset,
-            "facets": reads.facet_counts(request.GET, qs),
+            "facets": facets,
+            "chips": present.chips(request.GET, facets),
             "page": page,
             "query": query.urlencode(),
-            "ordering": request.GET.get("ordering", ""),
+            "ordering": ordering,
             "q": request.GET.get("q", ""),
         },
     )

@@ -67,7 +67,11 @@ def test_it_filters_on_environment_and_hardware_facets(api, catalogue):
         c["wb-hdd"].pk,
     }
     assert ids(api.get("/api/v1/runs/?disk_type=hdd")) == {c["wb-hdd"].pk}
-    assert ids(api.get("/api/v1/runs/?platform=proxmox")) == {c["none-ssd"].pk}
+    # The host baseline of a Proxmox guest is listed under Proxmox too.
+    assert ids(api.get("/api/v1/runs/?platform=proxmox")) == {
+        c["none-ssd"].pk,
+        c["host"].pk,
+    }
     assert ids(api.get("/api/v1/runs/?role=host")) == {c["host"].pk}
     assert ids(api.get("/api/v1/runs/?storage_backend=native")) == {c["host"].pk}
     assert ids(api.get("/api/v1/runs/?disk_model=wd")) == {c["wb-hdd"].pk}

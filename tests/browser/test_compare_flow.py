@@ -29,9 +29,12 @@ def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
     page.click("text=By cache mode >> xpath=.. >> a:text('writeback')")
     assert "cache_mode=writeback" in page.url
     # Widen the filter to the five modes of seed 001 with the facet checkboxes.
+    # Each tick applies at once (no button) and shows as a removable chip.
     for mode in ("none", "writethrough", "directsync", "unsafe"):
-        page.check(f"input[name=cache_mode][value={mode}]")
-    page.click("#filters button[type=submit]")
+        with page.expect_navigation():
+            page.check(f"input[name=cache_mode][value={mode}]")
+        assert page.locator(f"a.chip:has-text('Cache mode: {mode}')").count() == 1
+    assert page.locator("#filters button.apply").is_hidden()
     assert "5 runs" in page.inner_text("#pick")
     screenshot(page, "browse")
     boxes = page.locator("input[name=runs]")
