@@ -117,9 +117,9 @@ def for_xl_cfg(text: str) -> List[Disk]:
 
 def for_xl_json(text: str) -> List[Disk]:
     """Disks of ``xl list -l`` JSON or a libxl domain config JSON."""
-    from . import _legacy
+    from . import xen
 
-    return _legacy.xen(text)
+    return xen.from_xl_json(text)
 
 
 KINDS = {
