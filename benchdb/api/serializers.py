@@ -244,6 +244,11 @@ class StatSerializer(serializers.Serializer):
     note = serializers.CharField(
         allow_null=True, help_text="Why there is no interval (fewer than 3 repeats)."
     )
+    values = serializers.ListField(
+        child=serializers.FloatField(),
+        required=False,
+        help_text="Latency percentiles only: each repeat's value (never averaged).",
+    )
 
 
 class RecordSerializer(serializers.Serializer):

@@ -43,7 +43,7 @@ def higher_is_better(metric: str) -> bool | None:
 
 
 # Latency percentiles: kept per repeat, never averaged or tested.
-PERCENTILE_METRICS = {m for m in METRIC_FIELDS if m.startswith("clat_p")}
+PERCENTILE_METRICS = {m for m in METRIC_FIELDS if stats.is_percentile(m)}
 
 # The figures a comparison shows for each test, in display order, with their
 # unit and whether a larger value is better (``higher_is_better``).

@@ -134,7 +134,10 @@ def reparse_test(
 
 
 def compute_stats(repeats: list[tuple[int, list[dict]]]) -> dict:
-    """Per direction and metric, the summary over repeats (results.stats)."""
+    """Per direction and metric, the summary over repeats (results.stats).
+
+    Latency percentiles keep each repeat's value and the range, no mean.
+    """
     per_dir: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for _index, records in repeats:
         for direction, metrics in aggregate_repeat(records).items():
@@ -142,7 +145,7 @@ def compute_stats(repeats: list[tuple[int, list[dict]]]) -> dict:
                 if v is not None:
                     per_dir[direction][f].append(v)
     return {
-        direction: {f: stats.summarize(vals) for f, vals in metrics.items()}
+        direction: {f: stats.summarize_metric(f, vals) for f, vals in metrics.items()}
         for direction, metrics in per_dir.items()
     }
 

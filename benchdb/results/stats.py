@@ -143,6 +143,32 @@ def _log_interval(xs: list[float], confidence: float = CONFIDENCE):
     return math.exp(m), math.exp(m - half), math.exp(m + half)
 
 
+def is_percentile(metric: str) -> bool:
+    """A latency percentile (``clat_p50_ns``, ``clat_p99_ns``…): never averaged."""
+    return metric.startswith("clat_p")
+
+
+def summarize_metric(metric: str, values: Sequence[float]) -> dict:
+    """``summarize``, or for a percentile each repeat's value and their range."""
+    if is_percentile(metric):
+        xs = _floats(values)
+        return {
+            "n": len(xs),
+            "mean": None,
+            "stdev": None,
+            "gmean": None,
+            "ci95_low": None,
+            "ci95_high": None,
+            "cv": None,
+            "min": min(xs) if xs else None,
+            "max": max(xs) if xs else None,
+            "values": xs,
+            "interval": "range",
+            "note": "percentiles of repeats are not averaged: range shown",
+        }
+    return summarize(values)
+
+
 def summarize(values: Sequence[float]) -> dict:
     """What a page or the API shows for one figure over a run's repeats.
 

@@ -224,6 +224,15 @@ def test_percentiles_are_kept_per_repeat():
     assert p == {"n": 3, "values": [900.0, 1200.0, 1000.0], "min": 900.0, "max": 1200.0}
 
 
+def test_stored_percentiles_keep_the_repeats_and_no_mean():
+    s = stats.summarize_metric("clat_p99_ns", [900.0, 1200.0, 1000.0])
+    assert s["mean"] is None and s["ci95_low"] is None
+    assert (s["min"], s["max"], s["values"]) == (900.0, 1200.0, [900.0, 1200.0, 1000.0])
+    assert stats.summarize_metric("iops", [1.0, 2.0, 3.0]) == stats.summarize(
+        [1.0, 2.0, 3.0]
+    )
+
+
 def test_repeats_needed_is_the_first_n_that_decides():
     sd = 0.05
     n = stats.repeats_needed(sd, sd, 5.0)

@@ -4,7 +4,8 @@ Summaries stored before statistics moved to SciPy carry Student-t intervals on
 the raw values, which can go below zero, and intervals built on two repeats.
 The means are unchanged (arithmetic means of the same repeats); ``ci95_low``,
 ``ci95_high`` become the geometric mean's log-scale interval (3+ repeats only),
-and ``gmean`` and ``note`` are added.  Done in chunks, one measurements query
+and ``gmean`` and ``note`` are added; latency percentiles lose their mean
+and keep each repeat's value and the range.  Done in chunks, one measurements query
 per chunk.
 """
 
@@ -18,7 +19,7 @@ CHUNK = 500
 def recompute(apps, schema_editor):
     from benchdb.results.compare import aggregate_repeat
     from benchdb.results.models import METRIC_FIELDS
-    from benchdb.results.stats import summarize
+    from benchdb.results.stats import summarize_metric
 
     Result = apps.get_model("results", "Result")
     Measurement = apps.get_model("results", "Measurement")
@@ -45,7 +46,7 @@ def recompute(apps, schema_editor):
                             per_dir[direction][f].append(v)
             stats = dict(res.stats or {})
             stats["directions"] = {
-                d: {f: summarize(vals) for f, vals in m.items()}
+                d: {f: summarize_metric(f, vals) for f, vals in m.items()}
                 for d, m in per_dir.items()
             }
             res.stats = stats
