@@ -48,7 +48,13 @@ def read(root: Path, path: str) -> str | None:
         return None
 
 
-def virtualization(root: Path, run_tools: bool = True) -> dict:
+def virtualization(
+    root: Path, run_tools: bool = True, tool_answers: dict | None = None
+) -> dict:
+    """The hypervisor (``type``) and, apart, a container (``container``).
+
+    ``tool_answers`` stands in for systemd-detect-virt's answers
+    ({"plain", "vm", "container"}) when reading a fixture tree."""
     evidence = []
     cpuinfo = read(root, "/proc/cpuinfo") or ""
     flags = set()
@@ -76,16 +82,26 @@ def virtualization(root: Path, run_tools: bool = True) -> dict:
     ):
         if value:
             evidence.append(f"{name}: {value}")
-    systemd = None
-    if run_tools and str(root) == "/" and shutil.which("systemd-detect-virt"):
-        try:
-            out = subprocess.run(
-                ["systemd-detect-virt"], capture_output=True, text=True, timeout=10
-            )
-            systemd = out.stdout.strip() or None
-            evidence.append(f"systemd-detect-virt: {systemd}")
-        except (OSError, subprocess.SubprocessError):
-            pass
+    answers = tool_answers
+    if answers is None:
+        answers = _systemd_detect_virt() if run_tools and str(root) == "/" else {}
+    for flag, value in answers.items():
+        option = "" if flag == "plain" else f" --{flag}"
+        evidence.append(f"systemd-detect-virt{option}: {value}")
+    # A KVM guest running the agent in a container: plain systemd-detect-virt
+    # says "docker" (containers are checked first), --vm says "kvm".  The
+    # hypervisor comes from the VM answer (or DMI, clock and the CPUID
+    # hypervisor flag), the container is reported apart.
+    vm = answers.get("vm")
+    plain = answers.get("plain")
+    container = answers.get("container")
+    if container in (None, "none") and SYSTEMD_VIRT.get(plain) == "container":
+        container = plain
+    if container == "none":
+        container = None
+    systemd = vm if vm not in (None, "none") else None
+    if systemd is None and plain and SYSTEMD_VIRT.get(plain) != "container":
+        systemd = plain
     kind = "unknown"
     if caps is not None and "control_d" in caps:
         kind = "xen-dom0"
@@ -105,10 +121,32 @@ def virtualization(root: Path, run_tools: bool = True) -> dict:
     elif vendor == "innotek GmbH" or product == "VirtualBox":
         kind = "virtualbox"
     elif flags and not hv_flag:
-        kind = "none"
+        kind = "container" if container else "none"
     elif hv_flag:
         kind = "other"
-    return {"type": kind, "evidence": evidence}
+    elif container:
+        kind = "container"
+    return {"type": kind, "evidence": evidence, "container": container}
+
+
+def _systemd_detect_virt() -> dict:
+    """systemd-detect-virt's answers: plain, --vm and --container."""
+    if not shutil.which("systemd-detect-virt"):
+        return {}
+    out = {}
+    for key, extra in (("plain", []), ("vm", ["--vm"]), ("container", ["--container"])):
+        try:
+            proc = subprocess.run(
+                ["systemd-detect-virt", *extra],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if proc.stdout.strip():
+            out[key] = proc.stdout.strip()
+    return out
 
 
 def platform_hints(root: Path, cpu_model: str | None) -> dict:

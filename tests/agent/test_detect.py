@@ -149,3 +149,27 @@ def test_this_machine(tmp_path):
         wc = Path(f"/sys/block/{dev}/queue/write_cache").read_text().strip()
         assert env["target"]["write_cache"] == wc
     assert "identifiers" not in env
+
+
+def test_a_kvm_guest_seen_from_a_container_is_kvm_with_a_container(tmp_path):
+    # systemd-detect-virt checks containers first: in a docker container on a
+    # KVM guest it says "docker", and "kvm" only with --vm.
+    root = qemu_guest(tmp_path, "kvm-clock")
+    answers = {"plain": "docker", "vm": "kvm", "container": "docker"}
+    virt = detect.virtualization(root, tool_answers=answers)
+    assert virt["type"] == "kvm" and virt["container"] == "docker"
+    assert "systemd-detect-virt --vm: kvm" in virt["evidence"]
+    # Without --vm (an old systemd), DMI, the clock and the CPUID hypervisor
+    # flag still say KVM; the container is reported apart.
+    virt = detect.virtualization(root, tool_answers={"plain": "docker"})
+    assert virt["type"] == "kvm" and virt["container"] == "docker"
+
+
+def test_a_container_on_bare_metal_is_a_container(tmp_path):
+    root = tree(
+        tmp_path,
+        {"proc/cpuinfo": "processor\t: 0\nflags\t\t: fpu de pse tsc msr\n"},
+    )
+    answers = {"plain": "docker", "vm": "none", "container": "docker"}
+    virt = detect.virtualization(root, tool_answers=answers)
+    assert virt["type"] == "container" and virt["container"] == "docker"
