@@ -669,12 +669,10 @@ def profiles_help() -> str:
     for name in suite.PROFILES:
         d = suite.PROFILE_DEFAULTS[name]
         minutes = suite.estimate_seconds(name) / 60
-        size = "1 GiB" if d.get("size") == 2**30 else "twice the RAM, 1-16 GiB"
-        if d.get("size") and d["size"] != 2**30:
-            size = f"{d['size'] // 2**20} MiB"
+        size = "a 1 GiB" if d.get("size") == 2**30 else "a twice-the-RAM (1-16 GiB)"
         lines.append(
             f"  {name:9s} about {minutes:.0f} min (more if the spread is wide); "
-            f"disk: a {size} test file plus up to 1 GiB for dd"
+            f"disk: {size} test file + 1 GiB for dd"
         )
         lines += textwrap.wrap(
             d["summary"],

@@ -599,7 +599,28 @@ def run_suite(
                 cleanup,
             )
         _measure(doc, tests, ctx, cleanup, progress_stream)
+        if ctx.device:
+            _blank_ends(device, doc)
     return doc
+
+
+def _blank_ends(device: str, doc: dict) -> None:
+    """Zero the first and last MiB of a device the agent wrote (it was blank:
+    the safety check passed), so it reads as blank again for the next run."""
+    try:
+        with open(device, "r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            span = min(MiB, size)
+            for offset in (0, size - span):
+                fh.seek(offset)
+                fh.write(b"\0" * span)
+            fh.flush()
+            os.fsync(fh.fileno())
+        doc["environment"]["target"]["left_blank"] = True
+    except OSError as exc:
+        sys.stderr.write(
+            f"benchdb-agent: could not blank the ends of {device}: {exc}\n"
+        )
 
 
 def _new_doc(env, tags, role, pair_id, plan, ctx) -> dict:

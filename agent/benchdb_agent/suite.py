@@ -32,7 +32,7 @@ SWEEP_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # 1..16 GiB, so the guest's page cache cannot hold it).
 PROFILE_DEFAULTS = {
     "quick": {
-        "runtime": 3,
+        "runtime": 2,
         "warmup_runtime": 1,
         "repeats": 3,
         "max_repeats": 5,
@@ -45,7 +45,7 @@ PROFILE_DEFAULTS = {
         "figures",
         "summary": "8 fio tests like CrystalDiskMark's (1 MiB sequential Q8T1 "
         "and Q1T1, 4 KiB random Q32T1 and Q1T1, read and write), ioping 4 KiB "
-        "read and write, dd 1 GiB; 3 s per fio test, a 1 s warm-up and 3 "
+        "read and write, dd 1 GiB; 2 s per fio test, a 1 s warm-up and 3 "
         "repeats (up to 5 when the spread is wide)",
     },
     "standard": {

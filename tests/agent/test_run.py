@@ -88,10 +88,29 @@ def test_quick_profile_bundle_is_valid_and_complete(quick_bundle):
                 text, rep["raw"]["format"], direction=test["direction"]
             )
             assert again["records"] == rep["records"]
+    # What the run was set to do, and that each test finished.
+    assert doc["partial"] is False and doc["stop_reason"] is None
+    assert doc["not_run"] == [] and doc["buffered"] is False
+    assert doc["plan"]["runtime_s"] == 1 and doc["plan"]["repeats"] == 2
+    assert doc["plan"]["size_choice"].startswith("set with --size")
+    assert doc["preconditioning"]["done"] is True
+    for test in doc["tests"]:
+        assert test["status"] == "complete" and test["buffered"] is False
+        assert test["preconditioned"] is (test["tool"] != "dd")
+        assert test["cv"] is None or test["cv"] >= 0
+    assert "load" in doc["environment"]
     # Test files are gone, the small-file warning is there.
     assert list(target.iterdir()) == []
     codes = {w["code"] for w in doc["warnings"]}
     assert "small-test-file" in codes
+
+
+def test_the_end_of_a_run_is_a_table_for_people(quick_bundle):
+    _target, doc, log = quick_bundle
+    table = log[log.index("test ") :]
+    for test in doc["tests"]:
+        assert test["title"] in table
+    assert "MB/s" in table and "IOPS" in table and "CV" in table
 
 
 def test_progress_is_plain_lines_off_a_terminal(quick_bundle):
