@@ -391,3 +391,19 @@ def test_cli_qmp_json_from_stdin():
     )
     assert out.returncode == 0, out.stderr
     assert "--tag cache_mode=none" in out.stdout
+
+
+def test_qmp_socket_that_never_greets_is_a_clear_error(tmp_path):
+    import socket
+
+    path = tmp_path / "busy.qmp"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)  # accepts into the backlog, never speaks: a busy monitor
+    try:
+        with pytest.raises(ValueError, match="no answer"):
+            hostconfig.for_qmp_socket(str(path), timeout=0.5)
+        with pytest.raises(ValueError, match="cannot connect"):
+            hostconfig.for_qmp_socket(str(tmp_path / "absent.qmp"), timeout=0.5)
+    finally:
+        server.close()
