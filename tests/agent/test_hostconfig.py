@@ -407,3 +407,22 @@ def test_qmp_socket_that_never_greets_is_a_clear_error(tmp_path):
             hostconfig.for_qmp_socket(str(tmp_path / "absent.qmp"), timeout=0.5)
     finally:
         server.close()
+
+
+def test_cli_reads_the_written_libvirt_and_xl_samples():
+    out = agent("host-config", "--libvirt-xml", str(SAMPLES / "libvirt-domain.xml"))
+    assert out.returncode == 0, out.stderr
+    disks = {d["id"]: d for d in json.loads(out.stdout)["disks"]}
+    assert disks["vda"]["tags"]["cache_mode"] == "writeback"  # no cache=
+    assert disks["vda"]["tags"]["aio_mode"] == "threads"  # no io=
+    assert disks["sda"]["tags"]["disk_bus"] == "virtio-scsi"
+    assert disks["sdb"]["target"] is False
+    bad = agent(
+        "host-config", "--xl-json", str(SAMPLES / "xl-list-l.json"), "--disk", "xvdb"
+    )
+    assert bad.returncode == 2 and "the disks are: xvda" in bad.stderr
+    good = agent(
+        "host-config", "--xl-json", str(SAMPLES / "xl-list-l.json"), "--disk", "xvda"
+    )
+    tags = json.loads(good.stdout)["tags"]
+    assert tags["cache_mode"] == "default" and tags["virtualization"] == "xen-pv"

@@ -151,6 +151,8 @@ def _disk(el: ET.Element, dom_type: str, q35: bool, controllers) -> Disk:
             disk.notes.append("io='native' needs cache none or directsync")
     elif path or dtype == "volume":
         disk.set("aio", "threads", "QEMU default (no io=: libvirt passes no aio)")
+    else:
+        disk.set("aio", "unknown", "no medium")
     # bus and iothread
     _bus(disk, el, bus, device, q35, controllers, drv, driver)
     return disk
