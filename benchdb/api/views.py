@@ -260,6 +260,7 @@ class SubmissionViewSet(
         once the broker is back (tasks.requeue_stale)."""
         retry = settings.SUBMISSION_RETRY_AFTER_S
         body = {
+            **data,
             "errors": [
                 {
                     "pointer": None,
@@ -270,7 +271,6 @@ class SubmissionViewSet(
                     "code": "queue_unavailable",
                 }
             ],
-            **data,
         }
         return Response(
             body,
