@@ -357,6 +357,8 @@ def test_qmp_json_follows_the_node_graph_to_the_protocol_node():
     assert virtio.aliases == ["virtio0"]
     assert virtio.aio == "unknown" and "does not report aio" in virtio.sources["aio"]
     assert virtio.virtualization == "qemu-tcg"  # query-kvm enabled=false
+    assert virtio.bus == "virtio-blk"  # qdev .../virtio-backend
+    assert disks["drive-sata0"].bus == "unknown"  # query-block does not say
     assert disks["drive-sata0"].cache_mode == "writethrough"
     assert disks["drive-sata0"].storage_backend == "lvm"
     assert disks["drive-ide2"].kind == "cdrom"

@@ -226,6 +226,10 @@ def disks(
         dev = extra.get("types", {}).get(disk_id)
         if dev:
             _bus_from_types(disk, dev)
+        elif qdev.endswith("/virtio-backend"):
+            disk.set(
+                "bus", "virtio-blk", f"{FROM_QMP}: qdev {qdev} is a virtio block device"
+            )
         else:
             disk.set("bus", "unknown", "query-block does not name the device type")
         if dev and dev.get("iothread"):
