@@ -132,8 +132,24 @@ def aggregate_repeat(records: Iterable[dict]) -> dict[str, dict]:
 def repeat_values(result_ids: Sequence[int]) -> dict[int, dict[str, dict]]:
     """Per result: direction -> metric -> per-repeat values (repeat order).
 
-    One query for any number of results.
+    The values ingest stored with the statistics (``stats["values"]``), read
+    in one query; results stored before they were kept there are rebuilt from
+    their measurements (one more query).
     """
+    ids = list(result_ids)
+    out: dict[int, dict[str, dict]] = {}
+    stored = Result.objects.filter(pk__in=ids).values_list("pk", "stats__values")
+    for pk, values in stored:
+        if isinstance(values, dict):
+            out[pk] = values
+    missing = [i for i in ids if i not in out]
+    if missing:
+        out.update(_measured_values(missing))
+    return out
+
+
+def _measured_values(result_ids: Sequence[int]) -> dict[int, dict[str, dict]]:
+    """``repeat_values`` rebuilt from the measurements: one query."""
     rows = (
         Measurement.objects.filter(result_id__in=list(result_ids))
         .order_by("result_id", "repeat", "direction", "job")

@@ -133,20 +133,26 @@ def reparse_test(
     return out
 
 
+def repeat_series(repeats: list[tuple[int, list[dict]]]) -> dict:
+    """Per direction and metric, the per-repeat values in repeat order: what
+    ``compare.repeat_values`` would build from the stored measurements."""
+    per_dir: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for _index, records in sorted(repeats, key=lambda r: r[0]):
+        for direction, metrics in aggregate_repeat(records).items():
+            for f, v in metrics.items():
+                if v is not None:
+                    per_dir[direction][f].append(v)
+    return {d: dict(m) for d, m in per_dir.items()}
+
+
 def compute_stats(repeats: list[tuple[int, list[dict]]]) -> dict:
     """Per direction and metric, the summary over repeats (results.stats).
 
     Latency percentiles keep each repeat's value and the range, no mean.
     """
-    per_dir: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for _index, records in repeats:
-        for direction, metrics in aggregate_repeat(records).items():
-            for f, v in metrics.items():
-                if v is not None:
-                    per_dir[direction][f].append(v)
     return {
         direction: {f: stats.summarize_metric(f, vals) for f, vals in metrics.items()}
-        for direction, metrics in per_dir.items()
+        for direction, metrics in repeat_series(repeats).items()
     }
 
 
@@ -417,7 +423,11 @@ def store_bundle(
         pointer = f"/tests/{t_index}"
         repeats = reparse_test(test, pointer)
         meta = _test_meta(test)
-        test_stats = compute_stats([(i, recs) for i, recs, _raw, _text in repeats])
+        series = repeat_series([(i, recs) for i, recs, _raw, _text in repeats])
+        test_stats = {
+            d: {f: stats.summarize_metric(f, vals) for f, vals in metrics.items()}
+            for d, metrics in series.items()
+        }
         direction = main_direction(test_stats, meta["direction"])
         main = test_stats.get(direction, {}) if direction else {}
         comparable = test.get("comparable", test.get("tool") != "other")
@@ -441,6 +451,10 @@ def store_bundle(
                 stats={
                     "main_direction": direction,
                     "directions": test_stats,
+                    # The per-repeat values, computed once here: comparisons
+                    # and overheads read them instead of re-aggregating the
+                    # measurements on every request (compare.repeat_values).
+                    "values": series,
                     # What the agent said about the test (issue 12): complete,
                     # partial or failed (with its error), buffered (not
                     # O_DIRECT), and the spread of its main metric.

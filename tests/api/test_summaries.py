@@ -91,3 +91,21 @@ def test_overhead_summary_is_the_ratio_of_the_pairs(sweep):
     assert row["main"]["q1"] == pytest.approx((ratios[0] + ratios[1]) / 2)
     assert report["page"].paginator.count == 3
     assert {r["guest"].pk for r in report["rows"]} == {g.pk for g in guests.values()}
+
+
+def test_compare_reads_the_repeat_values_ingest_stored(fio):
+    from benchdb.results import compare
+    from benchdb.results.models import Result
+
+    run = store_bundle(
+        make_bundle(
+            fio, tests=(READ, "fio-rand-write-4k-q1t1", "dd-write-1m-fdatasync")
+        )
+    )
+    ids = list(run.results.values_list("pk", flat=True))
+    measured = compare._measured_values(ids)
+    assert set(measured) == set(ids)
+    assert compare.repeat_values(ids) == measured
+    # Rows stored before the values were kept fall back to the measurements.
+    Result.objects.filter(pk=ids[0]).update(stats={"main_direction": "read"})
+    assert compare.repeat_values(ids) == measured
