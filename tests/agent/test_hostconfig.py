@@ -428,3 +428,48 @@ def test_cli_reads_the_written_libvirt_and_xl_samples():
     )
     tags = json.loads(good.stdout)["tags"]
     assert tags["cache_mode"] == "default" and tags["virtualization"] == "xen-pv"
+
+
+def every_sample():
+    pve = SAMPLES / "proxmox"
+    storage = (pve / "storage.cfg").read_text()
+    for f in sorted(pve.glob("*/*.conf")):
+        yield f, hostconfig.for_proxmox(f.read_text(), storage)
+    for f in sorted([*pve.glob("*/*.cmd"), *(SAMPLES / "libvirt").glob("*.args")]):
+        yield f, hostconfig.for_qemu_cmdline(f.read_text())
+    for f in sorted((SAMPLES / "libvirt").glob("*.xml")):
+        yield f, hostconfig.for_libvirt_xml(f.read_text())
+    for f in sorted((SAMPLES / "qmp").glob("*.json")):
+        yield f, hostconfig.for_qmp(f.read_text())
+    yield "xl.cfg", hostconfig.for_xl_cfg((SAMPLES / "xen" / "xl.cfg").read_text())
+    xl = (SAMPLES / "xen" / "xl-list-l.json").read_text()
+    yield "xl-list-l.json", hostconfig.for_xl_json(xl)
+
+
+def test_every_value_of_every_disk_of_every_sample_says_where_it_came_from():
+    count = 0
+    for name, disks in every_sample():
+        ids = [d.id for d in disks]
+        assert len(ids) == len(set(ids)), name
+        for disk in disks:
+            doc = disk.to_dict()
+            missing = [t for t in doc["tags"] if t != "platform"]
+            missing = [t for t in missing if not doc["sources"].get(t)]
+            assert not missing, (name, disk.id, missing)
+            for tag, attr in (
+                ("cache_mode", "cache_mode"),
+                ("aio_mode", "aio"),
+                ("disk_bus", "bus"),
+                ("image_format", "image_format"),
+                ("storage_backend", "storage_backend"),
+                ("virtualization", "virtualization"),
+            ):
+                value = getattr(disk, attr)  # before to_tags() maps strays
+                assert value in vocab.values(vocab.TAG_VOCABULARIES[tag]), (
+                    name,
+                    disk.id,
+                    tag,
+                    value,
+                )
+            count += 1
+    assert count > 150

@@ -579,6 +579,8 @@ def _drive_disk(
             )
     elif path:
         disk.set("aio", "default", f"the {proto} driver does its own I/O; no aio")
+    else:
+        disk.set("aio", "unknown", "no medium")
     backend, bwhy = backend_of_path(path)
     disk.set("storage_backend", backend, bwhy)
     disk.set("iothread", "no", f"QEMU default ({option} has no iothread)")

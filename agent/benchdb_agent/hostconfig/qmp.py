@@ -162,7 +162,16 @@ def disks(
             disk.aliases.append(qdev)
         if inserted is None:
             disk.kind = "cdrom" if info.get("removable") else "disk"
-            disk.set("image_format", "unknown", "no medium")
+            for name in (
+                "image_format",
+                "cache_mode",
+                "aio",
+                "iothread",
+                "storage_backend",
+                "bus",
+                "virtualization",
+            ):
+                disk.set(name, "unknown", "no medium")
             disk.notes.append("no medium inserted")
             out.append(disk)
             continue
@@ -248,6 +257,8 @@ def disks(
         if kvm is not None:
             virt = "kvm" if kvm.get("enabled") else "qemu-tcg"
             disk.set("virtualization", virt, f"{FROM_QMP} query-kvm")
+        else:
+            disk.set("virtualization", "unknown", "no query-kvm reply")
         out.append(disk)
     return out
 
