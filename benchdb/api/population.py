@@ -55,6 +55,10 @@ class SpreadSerializer(serializers.Serializer):
     max = serializers.FloatField(allow_null=True)
     ci95_low = serializers.FloatField(allow_null=True)
     ci95_high = serializers.FloatField(allow_null=True)
+    interval_method = serializers.CharField(
+        allow_null=True,
+        help_text="bootstrap (fixed seed), or order statistics above 1000 values.",
+    )
 
 
 class OverheadSpreadSerializer(SpreadSerializer):

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from django.db import connection
 from django.db.models import F, QuerySet
 
+from benchdb.results import stats
 from benchdb.results.models import Run
 
 # Browse facets: name -> ORM path from Run.
@@ -117,10 +118,14 @@ def overhead_summary(guests: QuerySet, baselines: QuerySet) -> list[dict]:
         ratios.append(
             f"count({ratio}) AS {metric}_n, "
             f"percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP "
-            f"(ORDER BY {ratio}) AS {metric}_q"
+            f"(ORDER BY {ratio}) AS {metric}_q, "
+            # The ratios in order, for the median's interval (results.stats).
+            f"array_agg({ratio} ORDER BY {ratio}) "
+            f"FILTER (WHERE {ratio} IS NOT NULL) AS {metric}_all"
         )
     query = (
         f'SELECT g.test_id, min(g.title), min(g."group"), count(*), '
+        "count(DISTINCT r.hardware_id), "
         f"{', '.join(ratios)} "
         "FROM results_run r "
         "JOIN results_result g ON g.run_id = r.id AND g.comparable "
@@ -133,16 +138,20 @@ def overhead_summary(guests: QuerySet, baselines: QuerySet) -> list[dict]:
     rows = []
     with connection.cursor() as cursor:
         cursor.execute(query, g_params + b_params)
-        for test_id, title, group, pairs, *per_metric in cursor.fetchall():
+        for test_id, title, group, pairs, systems, *per_metric in cursor.fetchall():
             metrics = {}
             for i, metric in enumerate(OVERHEAD_METRICS):
-                n, q = per_metric[2 * i], per_metric[2 * i + 1]
+                n, q, ordered = per_metric[3 * i : 3 * i + 3]
                 if n:
+                    # Distribution-free 95% interval of the median ratio.
+                    low, high = stats.median_order_interval(ordered)
                     metrics[metric] = {
                         "n": n,
                         "q1": q[0],
                         "median": q[1],
                         "q3": q[2],
+                        "ci95_low": low,
+                        "ci95_high": high,
                     }
             main = main_metric(test_id)
             if main not in metrics:
@@ -153,6 +162,7 @@ def overhead_summary(guests: QuerySet, baselines: QuerySet) -> list[dict]:
                     "title": title or test_id,
                     "group": group,
                     "pairs": pairs,
+                    "systems": systems,
                     "metric": main,
                     "metrics": metrics,
                     "main": metrics.get(main),

@@ -27,7 +27,7 @@ from benchdb.api.throttling import (
     login_failed,
 )
 from benchdb.results import compare as compare_mod
-from benchdb.results import exports, reads
+from benchdb.results import exports, reads, stats
 from benchdb.results.models import (
     ApiToken,
     Comparison,
@@ -144,6 +144,7 @@ def run_detail(request, pk: int):
             "headlines": present.headlines(rows),
             "chart_data": chart_data,
             "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
+            "interval_explanation": stats.INTERVAL_EXPLANATION,
             # A list, not the dict: a tag named "items" would shadow .items
             # in the template.
             "tags": sorted((run.tags or {}).items()),

@@ -94,8 +94,8 @@ def test_cache_mode_report_and_run_page(live_server, browser, screenshot):
     page.wait_for_url("**/runs/*/")
     page.wait_for_selector(".charts canvas")
     main = page.inner_text("main")
-    assert "Provenance" in main and "1,144.4 MB/s" in main
-    assert "922.0 MB/s" in main  # a repeat as printed
+    assert "Provenance" in main and "1,144.9 MB/s" in main
+    assert "921.9 MB/s" in main  # a repeat: 1073741824 B / 1.16476 s
     screenshot(page, "run")
     phone = browser.new_page(viewport={"width": 390, "height": 844})
     phone.goto(live_server.url + "/runs/")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from benchdb.results import compare, reads, stats, summaries
@@ -63,3 +64,22 @@ def test_overhead_pairs_and_the_report_rows_carry_it(pair, django_assert_num_que
     assert report_row["interval"]["text"] == row["interval"]["text"]
     by_result = compare.result_overheads([g], {h.comparability_key: h})
     assert by_result[g.pk]["iops"]["ratio"] == pytest.approx(row["interval"]["ratio"])
+
+
+def test_the_report_summary_gives_the_median_with_its_interval():
+    hosts = []
+    ratios = []
+    for i in range(8):
+        host, _ = _run("host", [1000.0 + i, 1001.0 + i, 999.0 + i])
+        guest_iops = [700.0 + 10 * i, 705.0 + 10 * i, 695.0 + 10 * i]
+        _run("guest", guest_iops, baseline=host)
+        hosts.append(host)
+        ratios.append((sum(guest_iops) / 3) / (1000.0 + i))
+    listed = Run.objects.listed()
+    [row] = summaries.overhead_summary(listed.filter(role="guest"), listed)
+    main = row["main"]
+    assert row["pairs"] == main["n"] == 8
+    assert main["median"] == pytest.approx(float(np.median(ratios)))
+    low, high = stats.median_order_interval(sorted(ratios))
+    assert (main["ci95_low"], main["ci95_high"]) == pytest.approx((low, high))
+    assert main["ci95_low"] < main["median"] < main["ci95_high"]

@@ -259,6 +259,25 @@ def test_median_interval_is_a_reproducible_bootstrap():
     assert a["ci95_high"] == pytest.approx(res.confidence_interval.high, rel=0.05)
 
 
+def test_order_statistic_interval_of_the_median():
+    # n = 10: B ~ Bin(10, 1/2), P(B <= 1) = 11/1024 <= 0.025 < P(B <= 2), so
+    # the interval is [x(2), x(9)] with coverage 1 - 22/1024 = 97.9%.
+    x = [float(v) for v in range(1, 11)]
+    assert stats.median_order_interval(x) == (2.0, 9.0)
+    assert 1 - 2 * sps.binom.cdf(1, 10, 0.5) >= 0.95
+    # Five values can never give 95% (1 - 2/32 = 93.75%): no interval.
+    assert stats.median_order_interval([1.0, 2.0, 3.0, 4.0, 5.0]) == (None, None)
+    assert stats.median_order_interval([1.0] * 6) == (1.0, 1.0)
+
+
+def test_many_values_use_order_statistics():
+    x = np.random.default_rng(2).lognormal(0, 0.2, size=stats.BOOTSTRAP_MAX_VALUES + 1)
+    m = stats.median_interval(x)
+    assert m["interval_method"] == "order statistics"
+    assert (m["ci95_low"], m["ci95_high"]) == stats.median_order_interval(np.sort(x))
+    assert stats.median_interval(x[:50])["interval_method"] == "bootstrap"
+
+
 def test_percentile_rank_counts_ties_half():
     assert stats.percentile_rank(5, [1, 5, 9, 10]) == pytest.approx(37.5)
     assert stats.percentile_rank(3, []) is None
