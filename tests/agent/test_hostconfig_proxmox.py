@@ -59,14 +59,22 @@ def test_config_reader_agrees_with_the_generated_command_line(era, name):
             assert disk.kind in ("cdrom", "tpmstate"), disk_id
             assert not disk.is_target
             continue
-        assert disk.kind == run.kind, disk_id
+        template = "template: 1" in (PVE / era / name).read_text()
+        if template and disk_id.startswith(("ide", "sata")):
+            # since -blockdev, qemu-server attaches a template's IDE/SATA disks
+            # as ide-cd (it is never started as a VM, only for backups)
+            assert run.kind == ("cdrom" if era == "blockdev" else disk.kind)
+            assert any("template" in n for n in disk.notes)
+        else:
+            assert disk.kind == run.kind, disk_id
         ours, qemus = disk.to_tags(), run.to_tags()
         for tag in COMPARED:
             if era == "drive" and disk.kind == "efivars" and tag == "aio_mode":
                 # qemu-server before -blockdev passed no aio for EFI disks
                 continue
             assert ours[tag] == qemus[tag], (disk_id, tag, disk.sources.get(tag))
-        assert disk.virtualization == run.virtualization == "kvm"
+        assert disk.virtualization == run.virtualization
+        assert disk.virtualization == ("qemu-tcg" if template else "kvm")
         compared += 1
     assert compared, "no disk compared"
 

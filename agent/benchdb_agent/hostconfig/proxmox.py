@@ -136,7 +136,18 @@ def disks(text: str, storage_cfg: Optional[str] = None) -> List[Disk]:
         volume = opts.get("file", "")
         disk = Disk(id=key, platform="proxmox", volume=volume)
         disk.aliases.append(f"drive-{key}")
-        if kvm_off:
+        if conf.get("template") == "1":
+            disk.notes.append(
+                "template: never started as a VM (qemu-server attaches IDE/SATA "
+                "disks as ide-cd for backups)"
+            )
+        if conf.get("template") == "1":
+            disk.set(
+                "virtualization",
+                "qemu-tcg",
+                "template: qemu-server starts it with accel=tcg, for backups only",
+            )
+        elif kvm_off:
             disk.set("virtualization", "qemu-tcg", "set in the config (kvm: 0)")
         else:
             disk.set("virtualization", "kvm", "Proxmox default (kvm: 1)")
