@@ -12,6 +12,11 @@ What QEMU reports: ``query-block`` ``inserted.cache.writeback`` is the drive's
 node's, so the test follows ``x-debug-query-block-graph`` file edges down to
 the protocol node, whose flags decide host I/O, and takes them from
 ``query-named-block-nodes``.
+
+The last test runs command lines qemu-server itself generated (its cfg2cmd
+test data, -blockdev and -drive eras) with the images replaced by files here,
+and checks that what QEMU reports is what host-config reads both from that
+command line and from the Proxmox config it was generated from.
 """
 
 import json
@@ -356,3 +361,133 @@ def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus):
         assert by_pid[disk_id]["tags"]["disk_bus"] == bus
         assert by_qmp[disk_id]["tags"]["cache_mode"] == mode
         assert by_qmp[disk_id]["tags"]["disk_bus"] == bus
+
+
+# -- Proxmox's own generated command lines, run for real -------------------------
+
+PVE = REPO / "tests" / "samples" / "hostconfig" / "proxmox"
+KEEP_DEVICES = (
+    "scsi-hd",
+    "scsi-cd",
+    "ide-hd",
+    "virtio-blk-pci",
+    "lsi",
+    "virtio-scsi-pci",
+    "megasas",
+    "pvscsi",
+    "ahci",
+)
+
+
+def runnable(argv, tmp):
+    """qemu-server's command line with its images replaced by files in tmp:
+    only the disks, their controllers, throttle groups and iothreads; network
+    storage (rbd, iscsi) left out; host devices become files (the cache flags
+    and aio stay as generated)."""
+    from benchdb_agent.hostconfig import qemu
+
+    out, kept, n = [], set(), [0]
+
+    def new_image(fmt):
+        n[0] += 1
+        return str(image(tmp, f"pve{n[0]}", fmt))
+
+    def rewrite(node, fmt=None):
+        if not isinstance(node, dict):
+            return True
+        driver = node.get("driver")
+        if driver in ("rbd", "iscsi", "nbd", "host_cdrom"):
+            return False
+        if driver in ("qcow2", "raw"):
+            fmt = driver
+        if driver in ("file", "host_device"):
+            node["driver"] = "file"
+            node["filename"] = new_image(fmt or "raw")
+            return True
+        return rewrite(node.get("file"), fmt)
+
+    i = 1
+    while i < len(argv):
+        opt, val = argv[i], argv[i + 1] if i + 1 < len(argv) else ""
+        if opt == "-blockdev":
+            node = json.loads(val)
+            if rewrite(node) and node.get("node-name", "").startswith("drive-"):
+                out += ["-blockdev", json.dumps(node)]
+                kept.add(node["node-name"])
+            i += 2
+        elif opt == "-drive":
+            opts = qemu.opts_dict(val)
+            path = opts.get("file", "")
+            if path.startswith("/") and opts.get("if") == "none":
+                opts["file"] = new_image(opts.get("format", "raw"))
+                out += ["-drive", ",".join(f"{k}={v}" for k, v in opts.items())]
+                kept.add(opts["id"])
+            i += 2
+        elif opt == "-object" and ("throttle-group" in val or "iothread" in val):
+            out += [opt, val]
+            i += 2
+        elif opt == "-device":
+            opts = qemu.device_opts(val)
+            driver = opts.get("driver")
+            if driver in KEEP_DEVICES and opts.get("drive", "") in kept | {""}:
+                if not driver.startswith(("scsi-", "ide-")):
+                    opts.pop("bus", None)  # PCI slots: let QEMU place them
+                opts.pop("addr", None)
+                opts.pop("multifunction", None)
+                opts.pop("bootindex", None)
+                rest = ",".join(f"{k}={v}" for k, v in opts.items() if k != "driver")
+                out += ["-device", f"{driver},{rest}"]
+            i += 2
+        elif opt.startswith("-") and not val.startswith("-"):
+            i += 2
+        else:
+            i += 1
+    return out
+
+
+PVE_LIVE = [
+    ("blockdev", "aio.conf"),
+    ("blockdev", "simple-btrfs.conf"),
+    ("blockdev", "simple-lvm.conf"),
+    ("blockdev", "scsihw-virtio-scsi-single.conf"),
+    ("blockdev", "simple-virtio-blk.conf"),
+    ("drive", "aio.conf"),
+    ("drive", "simple-btrfs.conf"),
+    ("drive", "simple-lvm.conf"),
+]
+
+
+def test_proxmox_generated_command_lines_on_real_qemu(tmp_path, qemus):
+    """qemu-server's cfg2cmd output, run by QEMU here: what QEMU reports for
+    each disk is what host-config reads from the command line and from the
+    Proxmox config it was generated from."""
+    from benchdb_agent import hostconfig
+    from benchdb_agent.hostconfig import qemu
+
+    storage = (PVE / "storage.cfg").read_text()
+    started = []
+    for n, (era, name) in enumerate(PVE_LIVE):
+        cmd_text = (PVE / era / f"{name}.cmd").read_text()
+        argv = qemu.split_command(cmd_text)
+        sub = tmp_path / f"{n}"
+        sub.mkdir()
+        args = runnable(argv, sub)
+        proc, sock = start(sub, "pve", "pc", args)
+        qemus.append(proc)
+        started.append((era, name, cmd_text, proc, sock))
+    compared = 0
+    for era, name, cmd_text, proc, sock in started:
+        truth = qmp_truth(sock)
+        assert truth, (name, proc.stderr)
+        from_cmd = {d.id: d for d in hostconfig.for_qemu_cmdline(cmd_text)}
+        from_conf = {
+            d.id: d
+            for d in hostconfig.for_proxmox((PVE / era / name).read_text(), storage)
+        }
+        for disk_id, (mode, _root, fmt) in truth.items():
+            assert from_cmd[disk_id].cache_mode == mode, (era, name, disk_id)
+            assert from_cmd[disk_id].image_format == fmt, (era, name, disk_id)
+            conf_disk = from_conf[disk_id[len("drive-") :]]
+            assert conf_disk.cache_mode == mode, (era, name, disk_id)
+            compared += 1
+    assert compared >= 30
