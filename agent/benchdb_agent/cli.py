@@ -327,6 +327,9 @@ def _emit(doc: dict, args) -> int:
     if args.json:
         print(text)
     code = 0
+    if args.upload and not doc["tests"]:
+        log("nothing was measured: the bundle is not uploaded")
+        return EXIT_FAILED
     for server in args.upload or []:
         rc = _upload_one(text.encode(), doc["bundle_id"], server, args, kept=path)
         code = max(code, rc)

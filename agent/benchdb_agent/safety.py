@@ -410,6 +410,14 @@ def check_device(path: str, allow_write: bool) -> DeviceClaim:
         raise SafetyError(f"{path} is neither a block device nor an image file")
     if is_block:
         _check_in_use(path, _rdev(st))
+    else:
+        loops = loops_backed_by(st)
+        if loops:
+            raise SafetyError(
+                f"{path} is the backing file of {', '.join(loops)}: writing it "
+                "writes that device; refusing (detach it with `losetup -d` first "
+                "if it really holds nothing)"
+            )
     # The tools first: wipefs opens the device exclusively itself.
     found = tool_findings(path)
     fd = None
@@ -448,6 +456,19 @@ def check_device(path: str, allow_write: bool) -> DeviceClaim:
             f"destroy data. {_wipe_hint(path)}"
         )
     return DeviceClaim(path, fd, size)
+
+
+def loops_backed_by(st) -> list:
+    """Loop devices whose backing file is the file ``st`` describes."""
+    out = []
+    for backing in sorted(Path("/sys/block").glob("loop*/loop/backing_file")):
+        try:
+            other = os.stat(backing.read_text().strip())
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            out.append("/dev/" + backing.parent.parent.name)
+    return out
 
 
 def _check_in_use(path: str, devno: str) -> None:

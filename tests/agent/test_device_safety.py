@@ -340,3 +340,10 @@ def test_a_blank_loop_is_claimed_exclusively(loops, tmp_path):
             sh("mkfs.ext4", "-q", "-F", dev)  # O_EXCL makes mkfs fail, too
     # Released: a fresh check passes only if mkfs really did not write.
     safety.check_device(dev, allow_write=True).close()
+
+
+def test_the_backing_file_of_a_loop_device_is_refused(loops):
+    dev = loops.make(name="backing.img")
+    img = loops.tmp / "backing.img"
+    with pytest.raises(safety.SafetyError, match=f"backing file of {dev}"):
+        safety.check_device(str(img), allow_write=True)

@@ -135,7 +135,7 @@ def tool_processes(marker: str) -> list:
     return out
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_to_the_agent_alone_stops_fio_and_keeps_a_partial_bundle(
     tmp_path, sig
 ):
@@ -192,7 +192,7 @@ def test_a_signal_to_the_agent_alone_stops_fio_and_keeps_a_partial_bundle(
     doc = json.loads(out.read_text())
     assert bundle.validate(doc) == []
     jsonschema.validate(doc, SCHEMA)
-    name = "SIGTERM" if sig == signal.SIGTERM else "SIGHUP"
+    name = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}.get(sig, "SIGINT")
     assert doc["partial"] is True and name in doc["stop_reason"]
     statuses = {t["test_id"]: t["status"] for t in doc["tests"]}
     assert statuses["fio-seq-read-1m-q1t1"] == "complete"
