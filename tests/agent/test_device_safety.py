@@ -347,3 +347,47 @@ def test_the_backing_file_of_a_loop_device_is_refused(loops):
     img = loops.tmp / "backing.img"
     with pytest.raises(safety.SafetyError, match=f"backing file of {dev}"):
         safety.check_device(str(img), allow_write=True)
+
+
+def test_a_blank_loop_device_is_measured_while_claimed(loops):
+    dev = loops.make(size=48 * MiB)
+    sh("losetup", "-d", dev)
+    loops.devices.remove(dev)
+    img = loops.tmp / "disk0.img"
+    dev = sh("losetup", "-f", "--show", "--direct-io=on", img).stdout.strip()
+    loops.devices.append(dev)
+    if Path(f"/sys/block/{Path(dev).name}/loop/dio").read_text().strip() != "1":
+        pytest.skip("direct I/O for loop devices is not available here")
+    out = loops.tmp / "dev.json"
+    proc = subprocess.run(
+        [
+            *AGENT, "run", "--device", dev, "--device-write-destroys-data",
+            "--size", "16M", "--runtime", "1", "--repeats", "1",
+            "--max-repeats", "1", "--ioping-count", "3",
+            "--test", "fio-rand-write-4k-q1t1", "--test", "ioping-read-4k",
+            "--test", "dd-write-1m-fdatasync", "--out", str(out),
+        ],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    doc = json.loads(out.read_text())
+    assert [t["status"] for t in doc["tests"]] == ["complete"] * 3
+    assert doc["preconditioning"]["done"] is True
+    assert doc["environment"]["target"]["left_blank"] is True
+    # Blank again: the next run's check passes.
+    safety.check_device(dev, allow_write=True).close()
+
+
+def test_a_loop_device_without_direct_io_is_refused_as_ram(loops):
+    dev = loops.make()  # losetup's default: dio off, the page cache holds it
+    proc = subprocess.run(
+        [
+            *AGENT, "run", "--device", dev, "--device-write-destroys-data",
+            "--test", "fio-rand-write-4k-q1t1", "--runtime", "1",
+        ],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "loop/dio=0" in proc.stderr and "not disk figures" in proc.stderr
