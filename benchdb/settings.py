@@ -155,6 +155,9 @@ STORAGES = {
 BUNDLE_MAX_BYTES = envint("BUNDLE_MAX_BYTES", 16 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = BUNDLE_MAX_BYTES
 ALLOW_ANONYMOUS_SUBMISSIONS = envbool("ALLOW_ANONYMOUS_SUBMISSIONS", "true")
+# Comparisons call two figures "equivalent" when the whole 95% interval of
+# their ratio lies within ±this many percent (benchdb/results/stats.py).
+BENCHDB_EQUIVALENCE_PERCENT = envint("BENCHDB_EQUIVALENCE_PERCENT", 5)
 
 # The API's submission throttles count in the cache: with several web
 # processes they must share one (CACHE_URL=redis://...); without it each

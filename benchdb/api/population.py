@@ -106,6 +106,7 @@ class PopulationCompareSerializer(serializers.Serializer):
     percent_low = serializers.FloatField(allow_null=True)
     percent_high = serializers.FloatField(allow_null=True)
     equivalence_percent = serializers.FloatField()
+    confidence = serializers.FloatField()
     verdict = serializers.ChoiceField(choices=list(stats.VERDICTS))
     text = serializers.CharField()
     per_system = PerSystemSerializer(

@@ -178,6 +178,7 @@ def compare_sets(
     metric: str = "iops",
     comparability_key: str | None = None,
     margin_percent: float | None = None,
+    confidence: float = stats.CONFIDENCE,
 ) -> dict:
     """B against A over the community's runs: effect, interval, systems, verdict.
 
@@ -222,7 +223,7 @@ def compare_sets(
         diffs = np.asarray(
             [logs_b[h][0] - logs_a[h][0] for h in paired_ids], dtype=float
         )
-        m = stats.median_interval(diffs)
+        m = stats.median_interval(diffs, confidence)
         out["ratio"] = float(np.exp(m["median"]))
         out["low"], out["high"] = (
             float(np.exp(m["ci95_low"])),
@@ -235,12 +236,13 @@ def compare_sets(
             "max": float(np.exp(m["max"])),
         }
     else:
-        out.update(_unpaired(res_a, res_b, metric))
+        out.update(_unpaired(res_a, res_b, metric, confidence))
+    out["confidence"] = confidence
     out.update(_population_verdict(out, hib, margin))
     return out
 
 
-def _unpaired(res_a: QuerySet, res_b: QuerySet, metric: str) -> dict:
+def _unpaired(res_a: QuerySet, res_b: QuerySet, metric: str, confidence: float) -> dict:
     """Ratio of the two sets' medians, each side bootstrapped on its own."""
     column = _column(metric)
     a = np.sort(np.log(np.fromiter(res_a.values_list(column, flat=True), float)))
@@ -255,7 +257,7 @@ def _unpaired(res_a: QuerySet, res_b: QuerySet, metric: str) -> dict:
     diffs = stats.bootstrap_medians(
         b, seed=stats.content_seed(b)
     ) - stats.bootstrap_medians(a, seed=stats.content_seed(a))
-    tail = (1.0 - stats.CONFIDENCE) / 2.0
+    tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(diffs, [tail, 1.0 - tail])
     return {"ratio": ratio, "low": float(np.exp(low)), "high": float(np.exp(high))}
 
@@ -287,7 +289,7 @@ def _population_verdict(out: dict, hib: bool | None, margin: float) -> dict:
     v["percent_low"] = (out["low"] - 1.0) * 100.0
     v["percent_high"] = (out["high"] - 1.0) * 100.0
     ci = (
-        f"95% CI {stats.format_percent(v['percent_low'])}…"
+        f"{out['confidence'] * 100:g}% CI {stats.format_percent(v['percent_low'])}…"
         f"{stats.format_percent(v['percent_high'])}"
     )
     lo_band, hi_band = stats.equivalence_band(margin)
@@ -326,7 +328,37 @@ def answer(
     """
     runs_a = filter_runs({**filters, **a})
     runs_b = filter_runs({**filters, **b})
-    full = compare_sets(runs_a, runs_b, test_id, metric)
+    return _short(compare_sets(runs_a, runs_b, test_id, metric))
+
+
+def answers_by(
+    facet: str,
+    reference: str,
+    values: list[str],
+    filters: dict,
+    test_id: str,
+    metric: str = "iops",
+) -> list[dict]:
+    """Each value of a facet against a reference value, over the community.
+
+    E.g. ``answers_by("cache_mode", "none", ["writethrough", "writeback",
+    "directsync", "unsafe"], {"disk_type": "sata-ssd"}, test_id)`` for a
+    cache-mode report.  The intervals of the k answers shown together are
+    Bonferroni-widened (confidence 1 - 0.05/k), so the family of verdicts
+    keeps a 5% error rate; each answer is ``answer()``'s plus ``"value"``.
+    """
+    others = [v for v in values if v != reference]
+    confidence = 1.0 - stats.ALPHA / max(1, len(others))
+    out = []
+    for value in others:
+        runs_a = filter_runs({**filters, facet: reference})
+        runs_b = filter_runs({**filters, facet: value})
+        full = compare_sets(runs_a, runs_b, test_id, metric, confidence=confidence)
+        out.append({"value": value, **_short(full)})
+    return out
+
+
+def _short(full: dict) -> dict:
     return {
         "effect_percent": full["percent"],
         "low_percent": full["percent_low"],

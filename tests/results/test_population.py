@@ -236,3 +236,34 @@ def test_the_api_refuses_bad_comparisons(client, db, query):
     response = client.get("/api/v1/population/compare/", query)
     assert response.status_code == 400
     assert response.json()["errors"]
+
+
+def test_answers_by_facet_widen_the_intervals_for_the_family(community):
+    [wb] = population.answers_by(
+        "cache_mode", "none", ["none", "writeback"], {"disk_type": "sata-ssd"}, TEST
+    )
+    single = population.answer(
+        {"disk_type": "sata-ssd"},
+        {"cache_mode": "none"},
+        {"cache_mode": "writeback"},
+        TEST,
+    )
+    # One comparison: the same answer as answer().
+    assert wb["value"] == "writeback" and wb["text"] == single["text"]
+    two = population.answers_by(
+        "cache_mode", "none", ["writeback", "writethrough"], {}, TEST
+    )
+    assert two[0]["detail"]["confidence"] == pytest.approx(0.975)
+    assert two[0]["low_percent"] <= wb["low_percent"]
+    assert two[0]["high_percent"] >= wb["high_percent"]
+    assert "97.5% CI" in two[0]["text"]
+    assert two[1]["verdict"] == stats.CANNOT_TELL  # no writethrough runs
+
+
+@pytest.mark.parametrize("margin", [5, 7])
+def test_the_equivalence_margin_is_a_setting(settings, community, margin):
+    settings.BENCHDB_EQUIVALENCE_PERCENT = margin
+    runs = population.filter_runs({"cache_mode": "none"})
+    same = population.compare_sets(runs, runs, TEST)
+    assert same["equivalence_percent"] == margin
+    assert same["text"].startswith(f"no difference larger than {margin}%")

@@ -196,6 +196,10 @@ def test_equivalent_when_the_interval_is_inside_the_margin():
     [res] = stats.compare_to_reference(a, [b], higher_is_better=True)
     assert res["verdict"] == stats.EQUIVALENT
     assert res["text"].startswith("no difference larger than 5%")
+    # A tighter margin than the interval can show: no longer "equivalent".
+    [tight] = stats.compare_to_reference(a, [b], True, margin_percent=0.1)
+    assert tight["verdict"] == stats.CANNOT_TELL
+    assert tight["repeats_needed"] > len(a)
 
 
 def test_latency_up_is_slower():
