@@ -200,3 +200,12 @@ def test_a_loop_device_backed_by_a_tmpfs_file_is_ram_even_with_direct_io(
         f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
     )
     assert any("tmpfs" in r for r in reasons), reasons
+
+
+@pytest.mark.skipif(
+    not Path("/sys/block/zram0").exists(), reason="no zram device on this kernel"
+)
+def test_zram_is_ram():
+    # Read-only: only sysfs is consulted, the device is neither opened nor set up.
+    devno = Path("/sys/block/zram0/dev").read_text().strip()
+    assert safety.block_memory_backing(devno) == ["zram0 is a zram (compressed RAM)"]
