@@ -115,7 +115,10 @@ def cmd_host_config(args) -> int:
                 what = (
                     "" if disk.is_target else f", {disk.kind}: not a benchmark target"
                 )
-                print(f"# {disk.id} ({disk.bus}{what})")
+                label = "".join(
+                    c if c.isprintable() else "?" for c in f"{disk.id} ({disk.bus}"
+                )
+                print(f"# {label}{what})")
                 print(hostconfig.tags_line(disk))
     elif args.disk:
         print(json.dumps(chosen[0].to_dict(), indent=2))

@@ -473,3 +473,22 @@ def test_every_value_of_every_disk_of_every_sample_says_where_it_came_from():
                 )
             count += 1
     assert count > 150
+
+
+def test_tags_for_every_disk_stay_comments_and_quoted_words(tmp_path):
+    cmd = tmp_path / "cmd"
+    argv = [
+        "qemu-system-x86_64",
+        "-drive",
+        "file=/a,if=none,id=x\nrm -rf ~",  # a real newline, as /proc gives it
+        "-device",
+        "virtio-blk-pci,drive=x\nrm -rf ~",
+        "-drive",
+        "file=/b,if=virtio",
+    ]
+    cmd.write_text("\0".join(argv) + "\0")
+    out = agent("host-config", "--qemu-cmdline-file", str(cmd), "--format", "tags")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 4
+    assert all(ln.startswith(("# ", "--tag ")) for ln in lines)
