@@ -34,7 +34,7 @@ from benchdb.results.models import (
     RawOutput,
     Run,
 )
-from benchdb.web import present
+from benchdb.web import answers, present
 from benchdb.web.templatetags.benchdb_format import human
 from benchdb_agent import vocab as agent_vocab
 
@@ -358,8 +358,34 @@ def comparison_share(request, slug: str):
     return render(request, "web/compare.html", context)
 
 
+def _answer_context(request, cache_sweep: bool) -> dict:
+    """The setup form and what it needs (shared by both reports)."""
+    options = answers.workloads("cache" if cache_sweep else "overhead")
+    setup = answers.chosen_setup(request.GET)
+    return {
+        "setup_fields": answers.setup_choices(),
+        "setup": setup,
+        "workloads": options,
+        "workload": answers.chosen_workload(request.GET, options),
+        "agent_command": answers.agent_command(
+            setup, request.build_absolute_uri("/").rstrip("/"), cache_sweep
+        ),
+    }
+
+
 def cache_mode_report(request):
     context = reads.cache_mode_report(request.GET.get("group"), request.GET.get("page"))
+    context.update(_answer_context(request, cache_sweep=True))
+    if context["workload"]:
+        context["answers"] = answers.cache_mode_answers(
+            context["setup"], context["workload"]
+        )
+    context["published"] = answers.published(
+        Run.objects.listed()
+        .filter(source="published")
+        .exclude(cache_mode="unknown")
+        .order_by("id")
+    )
     group = context["group"]
     if group:
         runs = group["runs"]
@@ -386,6 +412,17 @@ def _extremes(data: dict, labels: dict) -> list[dict]:
 
 def overhead_report(request):
     context = reads.overhead_report(request.GET.get("page"))
+    context.update(_answer_context(request, cache_sweep=False))
+    if context["workload"]:
+        context["answer"] = answers.overhead_answer(
+            context["setup"], context["workload"]
+        )
+        context["by_storage"] = answers.overhead_by(
+            "storage_backend", context["setup"], context["workload"]
+        )
+    context["published"] = answers.published(
+        Run.objects.listed().filter(source="published", role="host").order_by("id")
+    )
     return render(request, "web/report_overhead.html", context)
 
 

@@ -1,0 +1,245 @@
+"""The reports' direct answers, from the across-runs statistics.
+
+"Which cache mode should I use on my host with these disks?" and "how much
+do I lose in a VM against bare metal?" for the setup a reader picks
+(platform, disk type, storage, bus, workload): each answer is
+``results.population``'s figure with its interval, the number of systems and
+runs it rests on and a verdict, or an honest "no data yet" with the agent
+command that would measure it.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count
+
+from benchdb.results import compare, population, stats
+from benchdb.results.models import Result
+from benchdb.results.vocab import FACETS, HARDWARE_FACETS
+from benchdb.web.templatetags.benchdb_format import metric_words
+from benchdb_agent import vocab as agent_vocab
+
+# The setup a reader describes, in form order.
+SETUP_FIELDS = ("platform", "disk_type", "storage_backend", "disk_bus")
+CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
+# Workloads offered first when they have data (the suite's headline tests).
+PREFERRED = (
+    "fio-rand-read-4k-q32t1",
+    "fio-rand-write-4k-q32t1",
+    "fio-rand-read-4k-q1t1",
+    "fio-seq-read-1m-q8t1",
+    "fio-seq-write-1m-q8t1",
+    "dd-write-1m-fdatasync",
+)
+METRIC_COUNTS = (("iops", "iops_mean"), ("bw_bytes", "bw_bytes_mean"))
+LATENCY = ("lat_mean_ns", "lat_mean_ns_mean")
+
+
+def setup_choices() -> list[dict]:
+    """The form's select boxes: name, words, [(value, label)]."""
+    out = []
+    for name in SETUP_FIELDS:
+        choices = (FACETS.get(name) or HARDWARE_FACETS[name]).choices
+        out.append(
+            {
+                "name": name,
+                "label": name.replace("_", " ").capitalize().replace("Disk bus", "Bus"),
+                "choices": [(v, label) for v, label in choices if v != "unknown"],
+            }
+        )
+    return out
+
+
+def workloads(question: str, limit: int = 12) -> list[dict]:
+    """Tests with data for a question ("cache" or "overhead") among the
+    population's runs, most measured first (the suite's headline tests
+    ahead), each with the figure it is about."""
+    runs = population.population_runs().filter(role="guest")
+    if question == "cache":
+        runs = runs.exclude(cache_mode="unknown")
+    else:
+        runs = runs.filter(baseline__in=population.population_runs())
+    rows = (
+        Result.objects.filter(run__in=runs)
+        .values("test_id")
+        .annotate(
+            n=Count("run", distinct=True),
+            n_iops=Count("iops_mean"),
+            n_bw=Count("bw_bytes_mean"),
+            n_lat=Count("lat_mean_ns_mean"),
+        )
+        .order_by("-n", "test_id")[:60]
+    )
+    titles = dict(
+        Result.objects.filter(test_id__in=[r["test_id"] for r in rows])
+        .exclude(title="")
+        .values_list("test_id", "title")
+    )
+    out = []
+    for row in rows:
+        metric = compare.main_metric(row["test_id"])
+        if metric not in population.METRICS:
+            counts = {"iops": row["n_iops"], "bw_bytes": row["n_bw"]}
+            counts["lat_mean_ns"] = row["n_lat"]
+            metric = (
+                max(counts, key=lambda m: counts[m]) if any(counts.values()) else None
+            )
+        if metric is None:
+            continue
+        title = titles.get(row["test_id"], row["test_id"])
+        out.append(
+            {
+                "test_id": row["test_id"],
+                "title": title,
+                "metric": metric,
+                "label": f"{title} — {metric_words(metric)}",
+                "n": row["n"],
+            }
+        )
+    out.sort(
+        key=lambda w: (
+            PREFERRED.index(w["test_id"]) if w["test_id"] in PREFERRED else 99,
+            -w["n"],
+        )
+    )
+    return out[:limit]
+
+
+def chosen_setup(params) -> dict:
+    """The reader's setup from the query string: only known values kept."""
+    setup = {}
+    for field in setup_choices():
+        value = params.get(field["name"], "")
+        if value in {v for v, _label in field["choices"]}:
+            setup[field["name"]] = value
+    return setup
+
+
+def chosen_workload(params, options: list[dict]) -> dict | None:
+    wanted = params.get("workload", "")
+    return next((w for w in options if w["test_id"] == wanted), None) or (
+        options[0] if options else None
+    )
+
+
+def cache_mode_answers(setup: dict, workload: dict) -> list[dict]:
+    """Per cache mode, its speed against cache=none over the community's
+    systems (``population.answer``), beside its data safety."""
+    out = []
+    for mode in CACHE_MODES:
+        safety, why = agent_vocab.CACHE_MODE_SAFETY.get(mode, ("", ""))
+        row = {"mode": mode, "safety": safety, "why": why, "answer": None}
+        if mode != "none":
+            ans = population.answer(
+                {**setup, "role": "guest"},
+                {"cache_mode": "none"},
+                {"cache_mode": mode},
+                workload["test_id"],
+                workload["metric"],
+            )
+            row["answer"] = ans
+            row["has_data"] = bool(ans["runs_a"] and ans["runs_b"])
+        else:
+            runs = population.filter_runs(
+                {**setup, "role": "guest", "cache_mode": mode}
+            )
+            dist = population.distribution(
+                runs, workload["test_id"], workload["metric"]
+            )
+            row["runs"] = dist["results"]["runs"]
+            row["has_data"] = bool(row["runs"])
+        out.append(row)
+    return out
+
+
+def overhead_answer(setup: dict, workload: dict) -> dict:
+    """Guest ÷ host over every paired guest of the setup, with a verdict."""
+    runs = population.filter_runs({**setup, "role": "guest"})
+    dist = population.distribution(runs, workload["test_id"], workload["metric"])
+    return _overhead_verdict(dist["overhead"], workload["metric"])
+
+
+def overhead_by(field: str, setup: dict, workload: dict) -> list[dict]:
+    """The same answer per value of one setting (per storage, per bus…)."""
+    choices = dict((FACETS.get(field) or HARDWARE_FACETS[field]).choices)
+    out = []
+    for value, label in choices.items():
+        if value == "unknown" or (field in setup and setup[field] != value):
+            continue
+        ans = overhead_answer({**setup, field: value}, workload)
+        if ans["runs"]:
+            out.append({"value": value, "label": label, **ans})
+    return out
+
+
+def _overhead_verdict(over: dict, metric: str) -> dict:
+    hib = compare.higher_is_better(metric)
+    margin = compare.equivalence_percent()
+    out = {
+        "runs": over.get("runs") or 0,
+        "systems": over.get("systems") or 0,
+        "ratio": over.get("median"),
+        "low": over.get("ci95_low"),
+        "high": over.get("ci95_high"),
+        "percent": over.get("percent"),
+        "verdict": stats.CANNOT_TELL,
+        "text": "",
+    }
+    if not out["runs"]:
+        out["text"] = "no paired guest and host runs for this setup yet"
+        return out
+    if out["low"] is None:
+        out["text"] = (
+            f"guest {out['ratio']:.2f}× host, but too few pairs for an interval "
+            f"(at least {stats.MIN_REPEATS})"
+        )
+        return out
+    ci = f"95% CI {out['low']:.2f}–{out['high']:.2f}× host"
+    lo_band, hi_band = stats.equivalence_band(margin)
+    if out["low"] > 1.0 or out["high"] < 1.0:
+        up = out["ratio"] > 1.0
+        better = up if hib is not False else not up
+        out["verdict"] = stats.FASTER if better else stats.SLOWER
+        word = "faster" if better else "slower"
+        out["text"] = (
+            f"the guest is {word} than bare metal: {out['ratio']:.2f}× host ({ci})"
+        )
+    elif lo_band <= out["low"] and out["high"] <= hi_band:
+        out["verdict"] = stats.EQUIVALENT
+        out["text"] = f"no difference larger than {margin:g}% from bare metal ({ci})"
+    else:
+        out["text"] = f"cannot tell yet: too few systems or too much spread ({ci})"
+    return out
+
+
+def agent_command(setup: dict, server: str, cache_sweep: bool) -> str:
+    """The one command that would measure this setup: ``benchdb-agent vm`` on
+    the host, which runs the guest and its host baseline (and, for the cache
+    question, every cache mode in turn) and uploads them."""
+    platform = setup.get("platform", "")
+    which = {
+        "proxmox": "--proxmox VMID --disk scsi1",
+        "libvirt": "--libvirt DOMAIN --disk vdb",
+    }.get(platform, "--qemu-pid PID --qmp /path/to/qmp.sock --disk drive-virtio-disk1")
+    parts = [
+        "python3 benchdb-agent.pyz vm",
+        which,
+        "--guest-dir /mnt/test --host-dir /path/on/the/same/storage",
+    ]
+    if cache_sweep:
+        parts.append("--cache-modes all")
+    parts.append(f"--profile standard --upload {server}")
+    return " ".join(parts)
+
+
+def published(runs) -> list[dict]:
+    """The published data sets among ``runs``: citation, link, run count."""
+    out = {}
+    for run in runs:
+        if run.source != "published" or not run.citation:
+            continue
+        entry = out.setdefault(
+            run.citation,
+            {"citation": run.citation, "url": run.citation_url, "runs": []},
+        )
+        entry["runs"].append(run)
+    return list(out.values())

@@ -1,0 +1,76 @@
+"""The reports answer first: per cache mode against none and guest against
+host, for the setup chosen, from the across-runs statistics; or no data, with
+the command that would measure it; and the published sources cited."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.management import call_command
+
+from benchdb.results import population
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def reference():
+    call_command("load_reference")
+
+
+def text(page: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
+
+
+def test_cache_mode_report_answers_per_mode_with_safety(client, reference):
+    page = client.get(
+        "/reports/cache-modes/?workload=dd-write-1g-zero-fdatasync"
+    ).content.decode()
+    assert 'id="cache-answers"' in page
+    for mode in ("writethrough", "writeback", "directsync", "unsafe"):
+        assert f'data-mode="{mode}"' in page
+    # The answer is population.answer's, word for word.
+    ans = population.answer(
+        {"role": "guest"},
+        {"cache_mode": "none"},
+        {"cache_mode": "writeback"},
+        "dd-write-1g-zero-fdatasync",
+        "bw_bytes",
+    )
+    assert ans["text"] in text(page)
+    # Data safety beside the speed, and the source cited.
+    assert "can lose data the guest flushed" in page
+    assert "KVM cache mode performance test" in page
+
+
+def test_no_data_gives_the_command_that_measures_it(client, reference):
+    page = client.get("/reports/cache-modes/?platform=hyper-v").content.decode()
+    assert "No " in page and "data for this setup yet" in page
+    assert "benchdb-agent.pyz vm" in page and "--cache-modes all" in page
+    page = client.get("/reports/overhead/?platform=proxmox").content.decode()
+    assert "--proxmox VMID" in page
+
+
+def test_overhead_report_answers_guest_vs_host(client, reference):
+    page = client.get("/reports/overhead/").content.decode()
+    assert 'id="overhead-answer"' in page
+    match = re.search(r"From (\d+) systems?, (\d+) paired runs?", text(page))
+    assert match, text(page)[:2000]
+    workload = re.search(
+        r'<option value="([^"]+)" selected>', page.split('name="workload"')[1]
+    ).group(1)
+    runs = population.filter_runs({"role": "guest"})
+    test = population.distribution(runs, workload, _metric(page))
+    assert int(match.group(1)) == test["overhead"]["systems"]
+    assert int(match.group(2)) == test["overhead"]["runs"]
+    assert 'id="overhead-by-storage"' in page
+
+
+def _metric(page: str) -> str:
+    label = re.search(r"guest ÷ host", page) and re.search(
+        r'<h2 id="answer-h">[^:]+: ([^,]+), guest', page
+    ).group(1)
+    return {"Bandwidth": "bw_bytes", "Operations per second": "iops"}.get(
+        label, "lat_mean_ns"
+    )
