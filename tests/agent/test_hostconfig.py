@@ -492,3 +492,11 @@ def test_tags_for_every_disk_stay_comments_and_quoted_words(tmp_path):
     lines = out.stdout.splitlines()
     assert len(lines) == 4
     assert all(ln.startswith(("# ", "--tag ")) for ln in lines)
+
+
+def test_unknown_flags_do_not_swallow_the_next_option():
+    disks = hostconfig.for_qemu_cmdline(
+        "qemu-system-x86_64 -s -drive file=/a,if=virtio,cache=none -no-frob "
+        "-drive file=/b,if=virtio"
+    )
+    assert [d.cache_mode for d in disks] == ["none", "writeback"]

@@ -80,6 +80,50 @@ FLAGS = {
     "no-kvm",
 }
 
+# Options that take a value, to tell an unknown flag (-s, ...) from an option.
+OPTIONS_WITH_VALUE = {
+    "drive",
+    "device",
+    "blockdev",
+    "machine",
+    "M",
+    "accel",
+    "object",
+    "m",
+    "smp",
+    "name",
+    "cpu",
+    "chardev",
+    "mon",
+    "qmp",
+    "netdev",
+    "nic",
+    "display",
+    "vnc",
+    "serial",
+    "boot",
+    "global",
+    "uuid",
+    "pidfile",
+    "hda",
+    "hdb",
+    "hdc",
+    "hdd",
+    "cdrom",
+    "kernel",
+    "initrd",
+    "append",
+    "rtc",
+    "msg",
+    "sandbox",
+    "overcommit",
+    "audiodev",
+    "iscsi",
+    "vga",
+    "smbios",
+    "fw_cfg",
+}
+
 SCSI_HBAS = {
     "virtio-scsi-pci": "virtio-scsi",
     "virtio-scsi-pci-non-transitional": "virtio-scsi",
@@ -291,7 +335,13 @@ class Command:
                 i += 1
                 continue
             name = arg.lstrip("-")
-            if name in FLAGS or "=" in name:
+            nxt = argv[i + 1] if i + 1 < len(argv) else ""
+            if (
+                name in FLAGS
+                or "=" in name
+                or (nxt.startswith("-") and nxt.lstrip("-") in OPTIONS_WITH_VALUE)
+            ):
+                # a flag, or an option we do not know followed by a known one
                 value = None
                 i += 1
             elif i + 1 < len(argv):
