@@ -439,7 +439,7 @@ def cmd_vm(args) -> int:
     except (runner.RunError, OSError, ValueError) as exc:
         die(str(exc), EXIT_FAILED)
     except KeyboardInterrupt:
-        die("interrupted; the VM's configuration was restored", EXIT_FAILED)
+        die("interrupted", EXIT_FAILED)
     return EXIT_FAILED
 
 

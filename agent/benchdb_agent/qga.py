@@ -253,21 +253,34 @@ class Guest:
         """
         pid = self.start(argv, env)
         deadline = time.monotonic() + timeout
-        while True:
-            state = self.status(pid)
-            if state.get("exited"):
-                break
-            if time.monotonic() > deadline:
-                raise QgaError(
-                    f"{argv[0]} in the guest did not finish within {timeout:.0f} s"
-                )
-            if on_poll is not None:
-                on_poll()
-            time.sleep(poll)
+        try:
+            while True:
+                state = self.status(pid)
+                if state.get("exited"):
+                    break
+                if time.monotonic() > deadline:
+                    raise QgaError(
+                        f"{argv[0]} in the guest did not finish within {timeout:.0f} s"
+                    )
+                if on_poll is not None:
+                    on_poll()
+                time.sleep(poll)
+        except (KeyboardInterrupt, QgaError):
+            self.stop(pid)
+            raise
         code = state.get("exitcode")
         if code is None and state.get("signal") is not None:
             code = 128 + int(state["signal"])
         return code, _decoded(state, "out-data"), _decoded(state, "err-data")
+
+    def stop(self, pid: int) -> None:
+        """Best effort: SIGTERM to a program started in the guest (the agent
+        removes its test files on SIGTERM)."""
+        self.close()  # an interrupted call may have left an answer unread
+        try:
+            self.start(["kill", "-TERM", str(pid)])
+        except (QgaError, KeyError, ValueError, TypeError):
+            pass
 
     def shutdown(self) -> None:
         self.channel.call("guest-shutdown", {"mode": "powerdown"}, timeout=10)

@@ -41,6 +41,7 @@ import xml.etree.ElementTree as ET
 
 from . import bundle as bundle_mod
 from . import hostconfig, qga, runner, suite, zipapp_build
+from .hostconfig.model import MODE_FLAGS
 
 CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
 # The tags the host reads for a guest run (all of them, when known).
@@ -225,6 +226,31 @@ def qmp_command(path: str, command: str, arguments=None, timeout: float = 10.0):
             if "error" in answer:
                 raise VmError(f"QMP {msg['execute']}: {answer['error']}")
         return answer["return"]
+
+
+def check_running_mode(running: str | None, configured: str | None):
+    """Compare QEMU's query-block with the configuration.
+
+    The host side (O_DIRECT, ignored flushes) must match: else VmError.  The
+    ``writeback`` flag of query-block is the write cache the *guest* sees,
+    which the guest may switch off or on (hdparm -W, sysfs cache_type); a
+    difference there is the guest's doing, returned as a warning text.
+    """
+    if running is None or configured not in MODE_FLAGS:
+        return None
+    want, got = MODE_FLAGS[configured], MODE_FLAGS[running]
+    if want[1:] != got[1:]:
+        raise VmError(
+            f"QEMU's query-block says cache={running}, the configuration says "
+            f"cache={configured}"
+        )
+    if want[0] != got[0]:
+        state = "on" if got[0] else "off"
+        return (
+            f"the guest switched its disk's write cache {state} (QEMU runs "
+            f"cache={configured}, the guest sees {running}'s write cache)"
+        )
+    return None
 
 
 class QemuVm:
@@ -725,9 +751,13 @@ class Progress:
             f"elapsed {runner._clock(elapsed)}"
         )
         if self.durations:
-            per = sum(self.durations) / len(self.durations)
-            left = max(per * (self.steps - self.done) - self.current(), 0)
-            text += f" | about {runner._clock(left)} left"
+            # The first step is the host baseline; a guest step costs more
+            # (a restart and the guest's slower disk): guess twice that, plus
+            # a boot, until one guest step has been timed.
+            guests = self.durations[1:]
+            per = sum(guests) / len(guests) if guests else 2 * self.durations[0] + 60
+            left = per * (self.steps - self.done) - self.current()
+            text += f" | about {runner._clock(max(left, 0))} left"
         self.stream.write(text + "]\n")
         self.stream.flush()
 
@@ -808,12 +838,40 @@ def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
             tail = " / ".join(err.strip().splitlines()[-3:])
             raise VmError(f"the agent in the guest failed (exit {code}): {tail}")
         doc = json.loads(guest.read_file(out))
+        if args.guest_device:
+            blank_again(guest, args)
     finally:
         try:
             guest.run(["rm", "-f", pyz, out, log], timeout=60)
         except qga.QgaError:
             pass
     return doc
+
+
+# Zero the first and the last MiB of the guest's test disk.
+BLANK_SCRIPT = (
+    "import os,sys\n"
+    "f=os.open(sys.argv[1],os.O_WRONLY)\n"
+    "n=os.lseek(f,0,os.SEEK_END)\n"
+    "for o in sorted({0,max(0,n-(1<<20))}):\n"
+    " os.lseek(f,o,os.SEEK_SET);os.write(f,bytes(min(1<<20,n)))\n"
+    "os.fsync(f)\n"
+)
+
+
+def blank_again(guest, args) -> None:
+    """Leave the guest's test disk blank, as the agent found it.
+
+    Only after a run that succeeded: that run checked the device was blank
+    before it wrote, so everything on it now is the benchmark's own data.
+    Without this the next cache mode of a sweep (or the next run) would see
+    a disk that holds data and, rightly, refuse it.
+    """
+    code, _, err = guest.run(
+        [args.guest_python, "-c", BLANK_SCRIPT, args.guest_device], timeout=120
+    )
+    if code != 0:
+        raise VmError(f"could not blank {args.guest_device} again: {err.strip()}")
 
 
 # --- the command ----------------------------------------------------------------------
@@ -996,12 +1054,12 @@ def run(args, emit, log) -> int:
                         f"cache={tags.get('cache_mode')}"
                     )
             running = vm.running_cache_mode(disk.id)
-            if running is not None and running != tags.get("cache_mode"):
-                raise VmError(
-                    f"QEMU's query-block says cache={running}, the configuration "
-                    f"says {tags.get('cache_mode')}"
-                )
+            guest_wce = check_running_mode(running, tags.get("cache_mode"))
             doc = run_in_guest(guest, args, pyz, pair_id, tags, progress)
+            if guest_wce:
+                doc["warnings"].append(
+                    {"code": "guest-write-cache", "message": guest_wce}
+                )
             sources = {k: "host-config" for k in tags}
             _finish(doc, sweep_id, sources, vm, disk, running)
             name = f"{pair_id}-guest-{mode or tags.get('cache_mode', 'x')}.json"

@@ -296,3 +296,37 @@ def test_proxmox_guest_agent_through_qm(fake_qm):
         ],
         ["guest", "exec-status", "100", "42"],
     ]
+
+
+def test_query_block_is_checked_on_the_host_side_only():
+    assert vm.check_running_mode("none", "none") is None
+    assert vm.check_running_mode(None, "none") is None
+    # The guest may switch its write cache: a warning, not an error.
+    assert "write cache off" in vm.check_running_mode("directsync", "none")
+    with pytest.raises(vm.VmError, match="query-block says cache=writeback"):
+        vm.check_running_mode("writeback", "none")
+    with pytest.raises(vm.VmError):
+        vm.check_running_mode("unsafe", "writeback")
+
+
+class _FakeVm:
+    name = "QEMU pid 1"
+
+    def change_commands(self, disk_id, mode):
+        return [f"restart with cache={mode}"]
+
+
+def test_a_sweep_asks_first_and_says_what_changes(monkeypatch):
+    lines = []
+    disk = vm.DiskConfig("bench", {"cache_mode": "writeback"}, None, "qemu-cmdline")
+    args = cli.build_parser().parse_args(
+        ["vm", "--qemu-pid", "1", "--disk", "bench", "--guest-dir", "/mnt"]
+    )
+    monkeypatch.setattr(sys, "stdin", open(os.devnull))
+    with pytest.raises(vm.VmError, match="--yes"):
+        vm._confirm(_FakeVm(), disk, ["none", "unsafe"], args, lines.append)
+    text = "\n".join(lines)
+    assert "disk bench (now cache=writeback)" in text
+    assert "restart with cache=none" in text and "restores" in text
+    args.yes = True
+    vm._confirm(_FakeVm(), disk, ["none"], args, lines.append)

@@ -781,8 +781,10 @@ def qmp(path: Path, command: str, arguments: dict | None = None, timeout=10.0):
         return answer["return"]
 
 
-def cache_mode_of(block: dict) -> str:
-    """The cache mode a ``query-block`` entry's cache flags mean."""
+def cache_mode_of(block: dict) -> str | None:
+    """The cache mode a ``query-block`` entry's cache flags mean (None for a
+    combination no cache= mode gives, e.g. while the guest renegotiates its
+    write cache)."""
     cache = block["inserted"]["cache"]
     flags = (cache["writeback"], cache["direct"], cache["no-flush"])
     return {
@@ -792,7 +794,7 @@ def cache_mode_of(block: dict) -> str:
         (False, True, False): "directsync",
         (True, False, True): "unsafe",
         (True, True, True): "unsafe",
-    }[flags]
+    }.get(flags)
 
 
 def _read_results(image: Path) -> dict:

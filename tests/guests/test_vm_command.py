@@ -66,14 +66,27 @@ class Watcher(threading.Thread):
     def __init__(self, sock: Path):
         super().__init__(daemon=True)
         self.sock = sock
+        self.console = sock.parent / "console.log"
         self.seen = []
         self.stop = threading.Event()
 
     def current(self) -> str | None:
+        """The bench disk's cache mode now, once the guest has booted.
+
+        query-block's ``writeback`` flag is the guest-visible write cache,
+        which the guest's driver negotiates: while the guest boots (before
+        virtio-blk has set its features) QEMU reports it off, so ``none``
+        reads as directsync for a few seconds.  The guest prints "guest
+        agent on" after its drivers are loaded; QEMU truncates the console
+        log at each start, so the line is always this boot's.
+        """
         try:
+            booted = "guest agent on" in (self.console).read_text(errors="replace")
             blocks = harness.qmp(self.sock, "query-block", timeout=5)
         except (OSError, ValueError, harness.GuestError):
             return None  # QEMU is restarting
+        if not booted:
+            return None
         for block in blocks:
             if block["device"] == "bench" and block.get("inserted"):
                 return harness.cache_mode_of(block)
@@ -167,6 +180,9 @@ def _stored(client: APIClient, count: int, **params) -> list[dict]:
 
 
 def _vm_args(vm: Vm, pid: int, server: str, out: Path, *extra: str) -> list:
+    """The vm command's options; a sweep measures only the write test (the
+    one cache modes change most), to keep six boots within a few minutes."""
+    short = SHORT if "--cache-modes" not in extra else SHORT[:-4] + SHORT[-2:]
     return [
         "--qemu-pid",
         str(pid),
@@ -174,7 +190,7 @@ def _vm_args(vm: Vm, pid: int, server: str, out: Path, *extra: str) -> list:
         "bench",
         "--guest-device",
         "/dev/vda",
-        *SHORT,
+        *short,
         "--upload",
         server,
         "--out-dir",
@@ -242,7 +258,7 @@ def test_sweep_of_all_five_cache_modes_restores_the_vm(
         )
         code, out, err = agent.finish(1800)
         assert code == 0, err[-3000:]
-        wait_for(lambda: watcher.current() == "writeback", 60, what="restored QEMU")
+        wait_for(lambda: len(watcher.seen) >= 7, 120, what="the restored QEMU")
         watcher.stop.set()
         watcher.join()
         # Restored: one QEMU, with exactly the original command line.
@@ -300,7 +316,7 @@ def test_ctrl_c_in_the_middle_of_a_sweep_restores_the_vm(
         agent.proc.send_signal(signal.SIGINT)
         code, out, err = agent.finish(600)
         assert code == 1, err[-3000:]
-        wait_for(lambda: watcher.current() == "writethrough", 60, what="restore")
+        wait_for(lambda: len(watcher.seen) >= 4, 120, what="the restored QEMU")
         watcher.stop.set()
         watcher.join()
         assert [argv for _, argv in vm.pids()] == [vm.argv]
