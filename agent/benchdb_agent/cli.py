@@ -438,8 +438,8 @@ def cmd_vm(args) -> int:
         die(str(exc), EXIT_REFUSED)
     except (runner.RunError, OSError, ValueError) as exc:
         die(str(exc), EXIT_FAILED)
-    except KeyboardInterrupt:
-        die("interrupted", EXIT_FAILED)
+    except (runner.Stopped, KeyboardInterrupt) as exc:
+        die(f"stopped by {getattr(exc, 'reason', 'SIGINT (Ctrl-C)')}", EXIT_FAILED)
     return EXIT_FAILED
 
 

@@ -57,6 +57,8 @@ HOST_TAGS = (
     "host_filesystem",
 )
 GUEST_DIR = "/tmp"
+# The agent's exit code for a partial run (cli.EXIT_PARTIAL).
+EXIT_PARTIAL = 4
 
 
 class VmError(RuntimeError):
@@ -830,7 +832,8 @@ def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
 
     try:
         code, _, err = guest.run(wrapped, timeout=args.guest_timeout, on_poll=on_poll)
-        if code != 0:
+        # 4: a partial run (some tests failed); its bundle says which.
+        if code not in (0, EXIT_PARTIAL):
             try:
                 err = guest.read_file(log).decode(errors="replace") or err
             except qga.QgaError:
@@ -838,7 +841,9 @@ def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
             tail = " / ".join(err.strip().splitlines()[-3:])
             raise VmError(f"the agent in the guest failed (exit {code}): {tail}")
         doc = json.loads(guest.read_file(out))
-        if args.guest_device:
+        if doc.get("partial"):
+            progress.show(f"guest run partial: {doc.get('stop_reason')}")
+        if args.guest_device and code == 0:
             blank_again(guest, args)
     finally:
         try:
@@ -1035,6 +1040,9 @@ def run(args, emit, log) -> int:
         progress.end()
         _finish(host_doc, sweep_id, {"storage_backend": "host-config"}, vm, disk)
         code = max(code, emit(host_doc, os.path.join(out_dir, f"{pair_id}-host.json")))
+        if host_doc.get("partial"):
+            # Kept and sent, marked partial; no guest run without a baseline.
+            raise VmError(f"the host baseline stopped: {host_doc.get('stop_reason')}")
         if guest is None:
             log("the VM has no reachable guest agent; run this inside the guest:")
             print(fallback_command(args, pair_id, tags))

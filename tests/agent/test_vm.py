@@ -245,12 +245,31 @@ def fake_qm(tmp_path, monkeypatch):
     return str(qm), calls
 
 
-def test_proxmox_sweep_commands_and_restore(fake_qm):
+STORAGE_CFG = """dir: local
+\tpath /var/lib/vz
+\tcontent images,iso
+
+lvmthin: local-lvm
+\tthinpool data
+\tvgname pve
+\tcontent images
+"""
+
+
+def test_proxmox_sweep_commands_and_restore(fake_qm, tmp_path):
     qm, calls = fake_qm
-    pve = vm.ProxmoxVm("100", qm=qm, storage_cfg="/nonexistent")
+    storage = tmp_path / "storage.cfg"
+    storage.write_text(STORAGE_CFG)
+    pve = vm.ProxmoxVm("100", qm=qm, storage_cfg=str(storage))
     disk = pve.disk("scsi1")
     assert disk.tags["cache_mode"] == "writeback" and disk.tags["iothread"] == "no"
-    assert pve.disk("scsi0").tags["cache_mode"] == "none"  # Proxmox's default
+    assert disk.tags["image_format"] == "qcow2"
+    thin = pve.disk("scsi0")
+    assert thin.tags["cache_mode"] == "none"  # Proxmox's default
+    assert thin.tags["storage_backend"] == "lvm-thin"
+    # Without storage.cfg the reader does not guess: no tag, not a wrong one.
+    blind = vm.ProxmoxVm("100", qm=qm, storage_cfg=str(tmp_path / "nope"))
+    assert "cache_mode" not in blind.disk("scsi0").tags
     pve.set_cache_mode("scsi0", "unsafe", None)
     assert pve.restore(None) is True
     assert pve.restore(None) is False
