@@ -113,3 +113,19 @@ def test_favicon_and_titles(client, poisoned):
     assert 'property="og:title"' in page
     shared = client.get(f"/c/{poisoned['saved'].slug}").content.decode()
     assert 'property="og:title" content="Cmp&quot;&gt;&lt;img' in shared
+
+
+def test_chart_js_only_on_pages_with_charts(client, poisoned):
+    run = poisoned["runs"][1]
+    without = ["/", "/runs/", "/submit/", "/accounts/login/", "/reports/overhead/"]
+    for url in without:
+        assert "chart.umd" not in client.get(url).content.decode(), url
+    for url in [run.get_absolute_url(), f"/compare/?runs={run.pk}"]:
+        assert "chart.umd" in client.get(url).content.decode(), url
+
+
+def test_home_asks_the_two_questions(client, poisoned):
+    page = client.get("/").content.decode()
+    assert 'href="/reports/cache-modes/"' in page
+    assert "Which cache mode should I use?" in page
+    assert "How much do I lose in a VM?" in page
