@@ -432,7 +432,7 @@ def cmd_vm(args) -> int:
 
     try:
         return vm_mod.run(args, emit, log)
-    except vm_mod.VmError as exc:
+    except (vm_mod.VmError, vm_mod.qga.QgaError) as exc:
         die(str(exc), EXIT_FAILED)
     except safety.SafetyError as exc:
         die(str(exc), EXIT_REFUSED)

@@ -349,3 +349,111 @@ def test_a_sweep_asks_first_and_says_what_changes(monkeypatch):
     assert "restart with cache=none" in text and "restores" in text
     args.yes = True
     vm._confirm(_FakeVm(), disk, ["none"], args, lines.append)
+
+
+class _SweepVm:
+    """Stands in for a hypervisor that cannot run here: records changes."""
+
+    name = "fake VM"
+
+    def __init__(self, image):
+        self.mode = "writeback"
+        self.calls = []
+        self.image = str(image)
+
+    def disk(self, disk_id):
+        tags = {"cache_mode": self.mode, "disk_bus": "virtio-blk"}
+        return vm.DiskConfig(disk_id, tags, self.image, "qemu-cmdline")
+
+    def guest(self):
+        return _FailingGuest(self)
+
+    def change_commands(self, disk_id, mode):
+        return [f"set {mode}"]
+
+    def set_cache_mode(self, disk_id, mode, guest):
+        self.calls.append(("set", mode))
+        self.mode = mode
+
+    def running_cache_mode(self, disk_id):
+        return self.mode
+
+    def restore(self, guest):
+        self.calls.append(("restore", self.mode))
+        self.mode = "writeback"
+        return True
+
+
+class _FailingGuest:
+    def __init__(self, machine):
+        self.machine = machine
+
+    def wait(self, timeout):
+        return 0.0
+
+    def close(self):
+        pass
+
+    def write_file(self, path, data):
+        pass
+
+    def run(self, argv, timeout, on_poll=None):
+        if self.machine.mode == "unsafe":
+            raise qga.QgaError("the guest agent went away")  # the injected failure
+        return 0, "", ""
+
+    def read_file(self, path):
+        doc = {"role": "guest", "tags": {}, "environment": {}, "warnings": []}
+        return json.dumps({**doc, "tests": []}).encode()
+
+
+def test_a_failure_in_the_middle_of_a_sweep_restores_and_keeps_the_baseline(
+    tmp_path, monkeypatch
+):
+    """Control flow only (the real QEMU sweep and Ctrl-C are in tests/guests):
+    the guest fails in the second mode, the VM is restored once, the error
+    is reported, the host baseline (real fio, next to the image) is kept."""
+    image = tmp_path / "disks" / "vm.raw"
+    image.parent.mkdir()
+    image.write_bytes(b"\0" * 4096)
+    machine = _SweepVm(image)
+    monkeypatch.setattr(vm, "open_vm", lambda args, log: machine)
+    args = cli.build_parser().parse_args(
+        [
+            "vm",
+            "--qemu-pid",
+            "1",
+            "--disk",
+            "bench",
+            "--guest-dir",
+            "/mnt",
+            "--cache-modes",
+            "none,unsafe",
+            "--yes",
+            "--size",
+            "8M",
+            "--runtime",
+            "1",
+            "--repeats",
+            "1",
+            "--max-repeats",
+            "1",
+            "--test",
+            "fio-rand-read-4k-q32t1",
+        ]
+    )
+    emitted, lines = [], []
+
+    def emit(doc, path):
+        emitted.append((doc["role"], doc.get("sweep_id"), doc["tag_sources"]))
+        return 0
+
+    with pytest.raises(qga.QgaError, match="went away"):
+        vm.run(args, emit, lines.append)
+    assert machine.calls == [("set", "none"), ("set", "unsafe"), ("restore", "unsafe")]
+    assert machine.mode == "writeback"
+    assert [e[0] for e in emitted] == ["host", "guest"]
+    assert emitted[0][1].startswith("sweep-") and emitted[1][1] == emitted[0][1]
+    assert emitted[1][2] == {}  # the guest's bundle had no tags to mark
+    assert os.listdir(image.parent) == ["vm.raw"]  # the baseline folder is gone
+    assert any("restored" in line for line in lines)
