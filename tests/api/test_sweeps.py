@@ -62,3 +62,10 @@ def test_it_refuses_a_bad_sweep_id_or_tag_source(fio):
     assert response.status_code == 400
     pointers = {e["pointer"] for e in response.json()["errors"]}
     assert {"/sweep_id", "/tag_sources/cache_mode"} <= pointers
+
+
+def test_the_run_page_links_its_sweep_and_says_which_tags_were_read(fio, client):
+    host, none, writeback = _sweep(fio)
+    page = client.get(f"/runs/{none.pk}/").content.decode()
+    assert 'href="/sweeps/sw-1/"' in page
+    assert "not typed: <code>cache_mode</code>" in page
