@@ -119,6 +119,8 @@ def test_every_page_at_desktop_and_phone_width(live_server, browser, screenshot)
             )
             screenshot(page, f"{name}-{width}")
             check_page(page, response, problems)
+            if name.startswith("run") and width == WIDTHS[0]:
+                assert_run_numbers_equal_the_api(page, live_server.url, url)
             page.close()
         for name, url in bad.items():
             page, response, problems = visit(
@@ -128,3 +130,22 @@ def test_every_page_at_desktop_and_phone_width(live_server, browser, screenshot)
             assert "alert(16)" in page.inner_text("main")  # shown as text
             page.close()
         context.close()
+
+
+def assert_run_numbers_equal_the_api(page, base: str, url: str) -> None:
+    """Each result row's mean is the API's figure for that test."""
+    import json
+    import urllib.request
+
+    pk = url.rstrip("/").rsplit("/", 1)[1]
+    with urllib.request.urlopen(f"{base}/api/v1/runs/{pk}/") as r:
+        api = {t["test_id"]: t for t in json.load(r)["tests"]}
+    rows = page.locator("table.results tbody tr").all()
+    assert rows
+    for row in rows:
+        test = api[row.get_attribute("data-test")]
+        shown = float(row.get_attribute("data-mean"))
+        figures = [
+            test.get(f) for f in ("iops_mean", "bw_bytes_mean", "lat_mean_ns_mean")
+        ]
+        assert shown in figures, (shown, figures)
