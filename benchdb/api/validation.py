@@ -269,6 +269,10 @@ def _raw(errors, raw, pointer, parse, direction=None) -> None:
     records = parsed.get("records") or []
     if not records:
         errors.add(pointer, f"the {fmt} output holds no measurement")
+    if any(r.get("direction") is None for r in records):
+        # dd, ioping -B: the test (or raw) must name the direction (issue 12).
+        errors.add(pointer, (parsed.get("notes") or ["direction unknown"])[0])
+        return
     for i, rec in enumerate(records):
         _record(errors, rec, f"{pointer}/(parsed)/{i}")
 

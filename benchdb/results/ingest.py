@@ -124,6 +124,9 @@ def reparse_test(
             except (ValueError, KeyError, OSError) as exc:
                 raise IngestError([{"pointer": where, "message": str(exc)}]) from exc
             records = parsed["records"]
+            if any(r.get("direction") is None for r in records):
+                message = (parsed.get("notes") or ["direction unknown"])[0]
+                raise IngestError([{"pointer": where, "message": message}])
             if raw.get("job") is not None:
                 # One output of several fio jobs, imported as one test per job.
                 records = [r for r in records if r.get("job") == raw["job"]]

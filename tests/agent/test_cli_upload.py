@@ -286,7 +286,7 @@ def test_parse_without_a_direction_returns_null_and_says_so():
     assert proc.returncode == 0, proc.stderr
     (rec,) = json.loads(proc.stdout)["records"]
     assert rec["direction"] is None and rec["io_bytes"] > 0
-    assert "does not say whether it read or wrote" in proc.stderr
+    assert "does not say read or write" in proc.stderr
 
 
 def test_parse_into_a_closed_pipe_is_quiet():

@@ -229,7 +229,7 @@ def test_raw_forms_without_a_direction_come_back_with_null_and_a_note():
         assert [r["direction"] for r in result["records"]] == [None]
         assert result["records"][0]["iops" if tool == "ioping" else "io_bytes"] > 0
         (note,) = result["notes"]
-        assert note.startswith(f"{tool} output does not say whether it read or wrote")
+        assert note.startswith(f"{tool} output does not say read or write")
     # Named, there is no note.
     assert "notes" not in parse(sample("dd/gnu-c.txt"), "dd", direction="write")
 

@@ -152,7 +152,7 @@ def squeeze(text: str) -> str:
 
 
 NO_DIRECTION = (
-    "{tool} output does not say whether it read or wrote: direction is null; "
+    "{tool} output does not say read or write: direction is null; "
     "name it (--direction read|write) to use the record in a bundle"
 )
 
