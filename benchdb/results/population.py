@@ -39,10 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 from django.db.models import (
+    Aggregate,
     Avg,
     Count,
     F,
     FloatField,
+    Max,
+    Min,
     OuterRef,
     Q,
     QuerySet,
@@ -101,6 +104,57 @@ def _summary(values, systems: int, runs: int | None = None) -> dict:
     return out
 
 
+class PercentileDisc(Aggregate):
+    """PostgreSQL's ``percentile_disc(f) WITHIN GROUP (ORDER BY expr)``."""
+
+    function = "PERCENTILE_DISC"
+    name = "PercentileDisc"
+    output_field = FloatField()
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+
+    def __init__(self, expression, fraction: float, **extra):
+        # A float rendered by us, never user text: safe in the SQL.
+        super().__init__(expression, fraction=repr(float(fraction)), **extra)
+
+
+def _spread(qs: QuerySet, expr: str) -> dict:
+    """``_summary`` of ``expr`` over ``qs``, in SQL when there are many values.
+
+    Up to ``stats.BOOTSTRAP_MAX_VALUES`` values the column is fetched (sorted
+    by PostgreSQL) for the bootstrap; beyond, quartiles come from
+    ``percentile_cont`` and the median's order-statistic interval from
+    ``percentile_disc`` at its ranks, so nothing per run leaves the database.
+    """
+    counts = qs.aggregate(n=Count(expr), systems=Count("run__hardware", distinct=True))
+    n, systems = counts["n"], counts["systems"]
+    if n <= stats.BOOTSTRAP_MAX_VALUES:
+        values = np.fromiter(
+            qs.exclude(**{f"{expr}__isnull": True})
+            .order_by(expr)
+            .values_list(expr, flat=True),
+            dtype=float,
+        )
+        return _summary(values, systems)
+    j = stats.median_order_rank(n)
+    aggregates = {
+        "q1": compare.PercentileCont(expr, 0.25),
+        "median": compare.PercentileCont(expr, 0.5),
+        "q3": compare.PercentileCont(expr, 0.75),
+        "min": Min(expr),
+        "max": Max(expr),
+    }
+    if j is not None:
+        # percentile_disc(f) is the value at rank ceil(f * n): half a rank
+        # below j (and above n - j + 1) lands on it exactly.
+        aggregates["ci95_low"] = PercentileDisc(expr, (j - 0.5) / n)
+        aggregates["ci95_high"] = PercentileDisc(expr, (n - j + 0.5) / n)
+    out = qs.aggregate(**aggregates)
+    out.setdefault("ci95_low", None)
+    out.setdefault("ci95_high", None)
+    out.update(runs=n, systems=systems, interval_method="order statistics")
+    return out
+
+
 def distribution(
     runs: QuerySet,
     test_id: str,
@@ -113,20 +167,19 @@ def distribution(
     ``population_runs()``).  Returns ``{"test_id", "metric", "unit",
     "higher_is_better", "comparability_key", "results", "overhead"}`` where
     ``results`` and ``overhead`` each have median, q1, q3, min, max, the
-    median's bootstrap interval ``ci95_low``/``ci95_high``, ``runs`` and
-    ``systems``.  Overheads are guest ÷ host (1.0 = native).  Three queries.
+    median's interval ``ci95_low``/``ci95_high`` (bootstrap; order statistics
+    in SQL beyond ``stats.BOOTSTRAP_MAX_VALUES`` runs), ``runs`` and
+    ``systems``.  Overheads are guest ÷ host (1.0 = native).
     """
     column = _column(metric)
     qs, key = _results(runs, test_id, metric, comparability_key)
-    values = np.sort(np.fromiter(qs.values_list(column, flat=True), dtype=float))
-    systems = qs.aggregate(n=Count("run__hardware", distinct=True))["n"]
     return {
         "test_id": test_id,
         "metric": metric,
         "unit": compare.MAIN_METRICS[metric]["unit"],
         "higher_is_better": compare.higher_is_better(metric),
         "comparability_key": key,
-        "results": _summary(values, systems),
+        "results": _spread(qs, column),
         "overhead": overhead_distribution(qs, metric),
     }
 
@@ -150,11 +203,7 @@ def _with_host_figure(results: QuerySet, metric: str) -> QuerySet:
 
 def overhead_distribution(results: QuerySet, metric: str) -> dict:
     """Guest ÷ host over the guest results among ``results`` that have a host."""
-    rows = _with_host_figure(results, metric).values_list("run__hardware", "ratio")
-    pairs = list(rows)
-    ratios = np.sort(np.asarray([r for _hw, r in pairs], dtype=float))
-    systems = len({hw for hw, _r in pairs if hw is not None})
-    out = _summary(ratios, systems)
+    out = _spread(_with_host_figure(results, metric), "ratio")
     out["percent"] = None if out["median"] is None else (out["median"] - 1) * 100
     return out
 

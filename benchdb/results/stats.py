@@ -567,12 +567,20 @@ def median_order_interval(
     values, where no such j exists at 95%.  ``sorted_values`` ascending.
     """
     n = len(sorted_values)
-    if n == 0:
-        return None, None
-    j = int(sps.binom.ppf((1.0 - confidence) / 2.0, n, 0.5))
-    if j < 1 or sps.binom.cdf(j - 1, n, 0.5) > (1.0 - confidence) / 2.0:
+    j = median_order_rank(n, confidence)
+    if j is None:
         return None, None
     return float(sorted_values[j - 1]), float(sorted_values[n - j])
+
+
+def median_order_rank(n: int, confidence: float = CONFIDENCE) -> int | None:
+    """The 1-based rank j of ``median_order_interval``: [x(j), x(n-j+1)]."""
+    if n < 1:
+        return None
+    j = int(sps.binom.ppf((1.0 - confidence) / 2.0, n, 0.5))
+    if j < 1 or sps.binom.cdf(j - 1, n, 0.5) > (1.0 - confidence) / 2.0:
+        return None
+    return j
 
 
 def content_seed(x: np.ndarray) -> int:

@@ -267,3 +267,31 @@ def test_the_equivalence_margin_is_a_setting(settings, community, margin):
     same = population.compare_sets(runs, runs, TEST)
     assert same["equivalence_percent"] == margin
     assert same["text"].startswith(f"no difference larger than {margin}%")
+
+
+def test_many_runs_are_summarised_in_sql(community, monkeypatch):
+    # Past the bootstrap limit nothing per run leaves PostgreSQL: quartiles by
+    # percentile_cont, the median's interval by percentile_disc at its ranks.
+    monkeypatch.setattr(stats, "BOOTSTRAP_MAX_VALUES", 10)
+    runs = population.filter_runs({"cache_mode": "none"})
+    answer = population.distribution(runs, TEST, "iops")
+    values = np.sort(
+        Result.objects.filter(run__cache_mode="none").values_list(
+            "iops_mean", flat=True
+        )
+    )
+    res = answer["results"]
+    assert res["interval_method"] == "order statistics"
+    assert (res["runs"], res["systems"]) == (30, 30)
+    assert res["median"] == pytest.approx(np.median(values))
+    assert res["q1"] == pytest.approx(np.quantile(values, 0.25))
+    assert (res["ci95_low"], res["ci95_high"]) == pytest.approx(
+        stats.median_order_interval(values)
+    )
+    over = answer["overhead"]
+    ratios = np.sort(community["none"])
+    assert over["interval_method"] == "order statistics"
+    assert over["median"] == pytest.approx(np.median(ratios))
+    assert (over["ci95_low"], over["ci95_high"]) == pytest.approx(
+        stats.median_order_interval(ratios)
+    )
