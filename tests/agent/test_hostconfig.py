@@ -500,3 +500,20 @@ def test_unknown_flags_do_not_swallow_the_next_option():
         "-drive file=/b,if=virtio"
     )
     assert [d.cache_mode for d in disks] == ["none", "writeback"]
+
+
+def test_usb_storage_write_cache_applies_with_drive_not_blockdev():
+    # measured on QEMU 7.2 (test_hostconfig_live.py): usb-storage hands a
+    # -blockdev node to an inner SCSI disk that opens it with a write cache
+    (drive,) = hostconfig.for_qemu_cmdline(
+        "qemu-system-x86_64 -drive file=/a,if=none,id=u,cache=none "
+        "-device usb-storage,drive=u,write-cache=off"
+    )
+    assert drive.cache_mode == "directsync"
+    (node,) = hostconfig.for_qemu_cmdline(
+        "qemu-system-x86_64 -blockdev driver=file,filename=/a,node-name=p,"
+        "cache.direct=on -blockdev driver=raw,file=p,node-name=u,cache.direct=on "
+        "-device usb-storage,drive=u,write-cache=off"
+    )
+    assert node.cache_mode == "none"
+    assert "not applied" in node.sources["cache_mode"]

@@ -115,7 +115,8 @@ def qmp_truth(sock):
         wb = ins["cache"]["writeback"]
         runs = mode_of(wb, leaf["direct"], leaf["no-flush"])
         root = mode_of(wb, ins["cache"]["direct"], ins["cache"]["no-flush"])
-        truth[b["device"] or ins["node-name"]] = (runs, root, fmt)
+        # no format node: the guest sees the protocol node's bytes, i.e. raw
+        truth[b["device"] or ins["node-name"]] = (runs, root, fmt or "raw")
     return truth
 
 
@@ -349,6 +350,11 @@ def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus):
     legacy = image(tmp_path, "legacy", "qcow2")
     args += ["-drive", f"file={legacy},format=qcow2,if=virtio,cache=directsync"]
     expect["virtio0"] = ("directsync", "virtio-blk")
+    usb = image(tmp_path, "usb", "raw")
+    args += ["-device", "piix3-usb-uhci,id=usb"]
+    args += ["-drive", f"file={usb},format=raw,if=none,id=u0,cache=none"]
+    args += ["-device", "usb-storage,drive=u0,write-cache=off"]
+    expect["u0"] = ("directsync", "usb")  # applied with -drive (not -blockdev)
     proc, sock = start(tmp_path, "q35", "q35", args)
     qemus.append(proc)
     truth = qmp_truth(sock)
@@ -367,6 +373,9 @@ def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus):
 
 PVE = REPO / "tests" / "samples" / "hostconfig" / "proxmox"
 KEEP_DEVICES = (
+    "piix3-usb-uhci",
+    "usb-storage",
+    "scsi-block",
     "scsi-hd",
     "scsi-cd",
     "ide-hd",
@@ -387,6 +396,14 @@ def runnable(argv, tmp):
     from benchdb_agent.hostconfig import qemu
 
     out, kept, n = [], set(), [0]
+    fmt_of = {}  # protocol node-name -> the format of the node above it
+    for opt, val in zip(argv, argv[1:], strict=False):
+        if opt == "-blockdev" and val.startswith("{"):
+            node = json.loads(val)
+            if node.get("driver") in ("qcow2", "raw") and isinstance(
+                node.get("file"), str
+            ):
+                fmt_of[node["file"]] = node["driver"]
 
     def new_image(fmt):
         n[0] += 1
@@ -396,7 +413,7 @@ def runnable(argv, tmp):
         if not isinstance(node, dict):
             return True
         driver = node.get("driver")
-        if driver in ("rbd", "iscsi", "nbd", "host_cdrom"):
+        if driver in ("rbd", "iscsi", "nbd", "host_cdrom", "nvme"):
             return False
         if driver in ("qcow2", "raw"):
             fmt = driver
@@ -411,7 +428,8 @@ def runnable(argv, tmp):
         opt, val = argv[i], argv[i + 1] if i + 1 < len(argv) else ""
         if opt == "-blockdev":
             node = json.loads(val)
-            if rewrite(node) and node.get("node-name", "").startswith("drive-"):
+            fmt = fmt_of.get(node.get("node-name"))
+            if rewrite(node, fmt) and node.get("node-name"):
                 out += ["-blockdev", json.dumps(node)]
                 kept.add(node["node-name"])
             i += 2
@@ -432,7 +450,10 @@ def runnable(argv, tmp):
             if driver in KEEP_DEVICES and opts.get("drive", "") in kept | {""}:
                 if not driver.startswith(("scsi-", "ide-")):
                     opts.pop("bus", None)  # PCI slots: let QEMU place them
+                    opts.pop("port", None)
                 opts.pop("addr", None)
+                # QEMU 9.0+ only, and it does not touch the cache flags
+                opts.pop("iothread-vq-mapping", None)
                 opts.pop("multifunction", None)
                 opts.pop("bootindex", None)
                 rest = ",".join(f"{k}={v}" for k, v in opts.items() if k != "driver")
@@ -491,3 +512,34 @@ def test_proxmox_generated_command_lines_on_real_qemu(tmp_path, qemus):
             assert conf_disk.cache_mode == mode, (era, name, disk_id)
             compared += 1
     assert compared >= 30
+
+
+LIBVIRT = REPO / "tests" / "samples" / "hostconfig" / "libvirt"
+
+
+def test_libvirt_generated_command_lines_on_real_qemu(tmp_path, qemus):
+    """libvirt's qemuxmlconfdata .args (disk-cache: every cache mode on ide,
+    scsi, virtio and usb; iothreads), run by QEMU here: QEMU's answer is what
+    host-config reads from the .args and from the domain XML."""
+    from benchdb_agent import hostconfig
+    from benchdb_agent.hostconfig import qemu
+
+    compared = 0
+    for name in ("disk-cache", "iothreads-disk", "disk-sata-device"):
+        args_text = (LIBVIRT / f"{name}.x86_64-latest.args").read_text()
+        sub = tmp_path / name
+        sub.mkdir()
+        proc, sock = start(
+            sub, "lv", "pc", runnable(qemu.split_command(args_text), sub)
+        )
+        qemus.append(proc)
+        truth = qmp_truth(sock)
+        from_cmd = hostconfig.for_qemu_cmdline(args_text)
+        from_xml = hostconfig.for_libvirt_xml((LIBVIRT / f"{name}.xml").read_text())
+        assert set(truth) == {d.id for d in from_cmd}, (name, proc.stderr)
+        for cmd_disk, xml_disk in zip(from_cmd, from_xml, strict=True):
+            mode, _root, fmt = truth[cmd_disk.id]
+            assert cmd_disk.cache_mode == xml_disk.cache_mode == mode, cmd_disk.id
+            assert cmd_disk.image_format == xml_disk.image_format == fmt
+            compared += 1
+    assert compared >= 9

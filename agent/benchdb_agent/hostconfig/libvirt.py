@@ -211,6 +211,17 @@ def _bus(disk, el, bus, device, q35, controllers, drv, driver) -> None:
         disk.set("bus", "nvme", "<target bus='nvme'>")
     elif bus == "usb":
         disk.set("bus", "usb", "<target bus='usb'>")
+        flags = disk.cache_flags
+        if flags and not flags["writeback"]:
+            # libvirt gives usb-storage write-cache=off on -blockdev, which
+            # QEMU does not apply (see qemu.py; measured with QEMU 7.2)
+            disk.set_cache(
+                True,
+                flags["direct"],
+                flags["no-flush"],
+                disk.sources["cache_mode"] + "; but usb-storage on -blockdev "
+                "does not apply write-cache=off: the guest gets a write cache",
+            )
     elif bus == "xen":
         disk.set("bus", "xen-blkfront", "<target bus='xen'>")
     elif bus:

@@ -851,6 +851,15 @@ def _apply_device(cmd: Command, disk: Disk, dev: Dict[str, str], blockdev: bool)
         disk.set("bus", "other", where)
     wc = dev.get("write-cache")
     flags = disk.cache_flags or {"writeback": True, "direct": False, "no-flush": False}
+    if driver == "usb-storage" and blockdev:
+        # usb-storage hands a -blockdev node to an inner SCSI disk, which opens
+        # it with the write cache on: its own write-cache is not applied
+        # (measured with QEMU 7.2's query-block; with -drive it is applied).
+        disk.sources["cache_mode"] += (
+            f"; usb-storage on -blockdev: write-cache={wc or 'auto'} is not "
+            "applied, the guest gets a write cache (QEMU 7.2 query-block)"
+        )
+        return
     if wc in ("on", "off"):
         wb = wc == "on"
         if wb != flags["writeback"] or blockdev:

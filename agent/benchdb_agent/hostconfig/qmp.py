@@ -297,6 +297,8 @@ def _bus_from_types(disk: Disk, dev: dict) -> None:
     ctl = dev.get("controller_type", "")
     if kind in VIRTIO_BLK:
         disk.set("bus", "virtio-blk", f"{FROM_QMP}: {kind}")
+    elif kind.startswith("scsi-") and ctl.startswith("usb-"):
+        disk.set("bus", "usb", f"{FROM_QMP}: {kind} inside {ctl}")
     elif kind.startswith("scsi-"):
         bus = SCSI_HBAS.get(ctl, "scsi" if ctl != "pvscsi" else "vmware-pvscsi")
         disk.set("bus", bus, f"{FROM_QMP}: {kind} on {ctl or 'a SCSI bus'}")
