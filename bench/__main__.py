@@ -377,6 +377,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(HEADER)
             all_rows += measure_scale(args, dsn, label)
+        if all_rows:
+            print()
+            for line in summary(all_rows, labels):
+                print(line)
+            print(flush=True)
         if args.rss:
             from bench import timing
 
@@ -399,9 +404,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.ingest:
             from bench import ingest as bench_ingest
 
-            for line in bench_ingest.run(bundles, args.ingest, dsn):
-                print(line)
-                extra.append(line)
+            try:
+                for line in bench_ingest.run(bundles, args.ingest, dsn):
+                    print(line)
+                    extra.append(line)
+            except SystemExit as exc:
+                extra.append(f"ingest: {exc}")
+                print(extra[-1])
     finally:
         from django.db import connections
 
@@ -409,9 +418,6 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             recreate_database(server, args.database, drop_only=True)
     lines = summary(all_rows, labels) if all_rows else []
-    print()
-    for line in lines:
-        print(line)
     if args.markdown:
         write_markdown(Path(args.markdown), machine, all_rows, lines, extra)
     return 0

@@ -75,7 +75,7 @@ def _worker(env: dict, log: Path) -> subprocess.Popen:
             "benchdb",
             "worker",
             "--concurrency=2",
-            "--loglevel=WARNING",
+            "--loglevel=INFO",
             "-E",
             f"--hostname=bench-{uuid.uuid4().hex[:8]}@%h",
         ],
