@@ -355,6 +355,25 @@ def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus):
     args += ["-drive", f"file={usb},format=raw,if=none,id=u0,cache=none"]
     args += ["-device", "usb-storage,drive=u0,write-cache=off"]
     expect["u0"] = ("directsync", "usb")  # applied with -drive (not -blockdev)
+    single = image(tmp_path, "single", "raw")
+    args += [
+        "-drive",
+        f"file={single},format=raw,if=none,id=s0,cache=writeback,"
+        "cache.writeback=off,cache.direct=on",
+        "-device",
+        "virtio-blk-pci,drive=s0",
+    ]
+    expect["s0"] = ("directsync", "virtio-blk")  # the single flags win
+    node = image(tmp_path, "node", "qcow2")
+    args += [
+        "-blockdev",
+        f"driver=file,filename={node},node-name=np,cache.direct=on",
+        "-blockdev",
+        "driver=qcow2,file=np,node-name=nf",
+        "-device",
+        "ide-hd,drive=nf,bus=ide.5,write-cache=off",
+    ]
+    expect["nf"] = ("directsync", "sata")
     proc, sock = start(tmp_path, "q35", "q35", args)
     qemus.append(proc)
     truth = qmp_truth(sock)
