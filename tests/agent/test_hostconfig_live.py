@@ -562,3 +562,20 @@ def test_libvirt_generated_command_lines_on_real_qemu(tmp_path, qemus):
             assert cmd_disk.image_format == xml_disk.image_format == fmt
             compared += 1
     assert compared >= 9
+
+
+def test_aio_native_without_o_direct_is_refused_as_the_note_says(tmp_path):
+    from benchdb_agent import hostconfig
+
+    path = image(tmp_path, "n", "raw")
+    drive = f"file={path},format=raw,if=virtio,cache=writeback,aio=native"
+    proc = subprocess.run(
+        [QEMU, "-S", "-nodefaults", "-display", "none", "-drive", drive],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode != 0 and "requires cache.direct=on" in proc.stderr
+    (disk,) = hostconfig.for_qemu_cmdline(["qemu-system-x86_64", "-drive", drive])
+    assert any("QEMU refuses" in note for note in disk.notes)

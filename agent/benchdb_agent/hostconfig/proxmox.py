@@ -289,6 +289,11 @@ def _aio(disk, opts, stype, scfg, direct, storage_known) -> None:
         return
     if aio:
         disk.set("aio", aio, f"set in the config (aio={aio})")
+        if aio == "native" and not direct:
+            disk.notes.append(
+                "aio=native without O_DIRECT (cache none/directsync): QEMU "
+                "refuses to start this disk"
+            )
         return
     if not storage_known:
         disk.set(
