@@ -517,3 +517,14 @@ def test_usb_storage_write_cache_applies_with_drive_not_blockdev():
     )
     assert node.cache_mode == "none"
     assert "not applied" in node.sources["cache_mode"]
+
+
+def test_ps_output_with_unquoted_json_arguments():
+    line = (
+        "/usr/bin/kvm -id 100 -blockdev "
+        + PVE_BLOCKDEV
+        + " -device virtio-scsi-pci,id=virtioscsi0 -device scsi-hd,"
+        "bus=virtioscsi0.0,drive=drive-scsi0,id=scsi0,write-cache=on"
+    )
+    (disk,) = hostconfig.for_qemu_cmdline(line)  # as `ps -o args` shows it
+    assert disk.cache_mode == "none" and disk.aio == "native"

@@ -163,12 +163,33 @@ def split_command(text: str) -> List[str]:
             try:
                 argv = shlex.split(joined)
             except ValueError as exc:
-                raise ValueError(f"cannot split the command line: {exc}") from None
+                if not _unquoted_json(joined.split()):
+                    raise ValueError(f"cannot split the command line: {exc}") from None
+                argv = joined.split()
+            if not _json_ok(argv) and _unquoted_json(joined.split()):
+                # `ps` output: nothing is quoted, JSON arguments keep their quotes
+                argv = joined.split()
     while argv and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]) or argv[0] == "env"):
         argv.pop(0)
     if not argv:
         raise ValueError("empty command line")
     return argv
+
+
+def _json_ok(argv: List[str]) -> bool:
+    for arg in argv:
+        if arg.startswith("{"):
+            try:
+                json.loads(arg)
+            except ValueError:
+                return False
+    return True
+
+
+def _unquoted_json(words: List[str]) -> bool:
+    """Whitespace-split words hold JSON arguments that parse (``ps`` output)."""
+    found = [w for w in words if w.startswith("{")]
+    return bool(found) and _json_ok(found)
 
 
 def _unquote_line(line: str) -> str:
