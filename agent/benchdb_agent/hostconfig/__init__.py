@@ -5,10 +5,11 @@ Public API (stable; other agent commands call it)::
     from benchdb_agent import hostconfig
 
     disks = hostconfig.for_qemu_pid(pid)                 # a running QEMU
-    disks = hostconfig.for_qemu_cmdline(text_or_argv)    # qm showcmd, .args, ...
+    disks = hostconfig.for_qemu_cmdline(text_or_argv, pid=None)  # showcmd, .args
     disks = hostconfig.for_proxmox(conf_text, storage_cfg_text)
     disks = hostconfig.for_libvirt_xml(xml_text)
-    disks = hostconfig.for_qmp(query_block_json, query_iothreads_json=None)
+    disks = hostconfig.for_qmp(query_block_json, query_iothreads_json=None,
+                               named_nodes=None)  # or one document with all
     disks = hostconfig.for_qmp_socket(path)
     disks = hostconfig.for_xl_cfg(xl_cfg_text)           # disk = [ ... ]
     disks = hostconfig.for_xl_json(xl_list_l_text)
@@ -17,6 +18,12 @@ Public API (stable; other agent commands call it)::
     disk = hostconfig.pick(disks, "scsi0")   # ValueError listing the ids
     disk.to_tags()    # {"cache_mode": "none", "aio_mode": "io_uring", ...}
     disk.sources      # {"cache_mode": "Proxmox default (cache=none)", ...}
+    disk.to_dict()    # JSON-ready: id, kind, target, bus, path, tags, sources
+                      # (keyed by tag name), notes
+    hostconfig.tags_line(disk)   # "--tag cache_mode=none ...", shell-quoted
+
+Field names on Disk: ``aio`` and ``bus``; the tag names are ``aio_mode`` and
+``disk_bus`` (``to_tags()`` and ``to_dict()`` use the tag names).
 
 Every reader returns a list of :class:`Disk` (see :mod:`.model`): every disk of
 the VM under the id its source uses (``scsi0``, ``vda``, a drive id or
