@@ -22,7 +22,7 @@ from benchdb.api.views import _error_responses, _filter_parameters
 from benchdb.results import population, stats
 
 # Parameters of these views that are not run filters.
-OWN_PARAMS = ("test_id", "metric", "comparability_key", "a", "b", "format")
+OWN_PARAMS = ("test_id", "metric", "comparability_key", "a", "b", "of", "format")
 
 
 class PopulationQuerySerializer(serializers.Serializer):
@@ -32,6 +32,11 @@ class PopulationQuerySerializer(serializers.Serializer):
 
 
 class PopulationCompareQuerySerializer(PopulationQuerySerializer):
+    of = serializers.ChoiceField(
+        choices=["figure", "overhead"],
+        default="figure",
+        help_text="figure: the runs' figures; overhead: their guest ÷ host.",
+    )
     a = serializers.CharField(
         max_length=500,
         help_text="Setting A as run filters in a query string, e.g. cache_mode=none",
@@ -92,6 +97,7 @@ class PopulationCompareSerializer(serializers.Serializer):
     unit = serializers.CharField()
     higher_is_better = serializers.BooleanField(allow_null=True)
     comparability_key = serializers.CharField(allow_null=True)
+    of = serializers.ChoiceField(choices=["figure", "overhead"])
     a = SpreadSerializer()
     b = SpreadSerializer()
     paired = serializers.BooleanField(
@@ -176,7 +182,12 @@ class PopulationCompareView(APIView):
         runs_a = _runs(_run_filters(request.query_params, q["a"]), "a")
         runs_b = _runs(_run_filters(request.query_params, q["b"]), "b")
         answer = population.compare_sets(
-            runs_a, runs_b, q["test_id"], q["metric"], q.get("comparability_key")
+            runs_a,
+            runs_b,
+            q["test_id"],
+            q["metric"],
+            q.get("comparability_key"),
+            of=q["of"],
         )
         return Response(PopulationCompareSerializer(answer).data)
 

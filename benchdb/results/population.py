@@ -208,13 +208,12 @@ def overhead_distribution(results: QuerySet, metric: str) -> dict:
     return out
 
 
-def _per_system_logs(results: QuerySet, metric: str) -> dict[int, tuple]:
-    """hardware id -> (mean of ln(figure) over its runs, number of runs)."""
-    column = _column(metric)
+def _per_system_logs(results: QuerySet, expr: str) -> dict[int, tuple]:
+    """hardware id -> (mean of ln(expr) over its runs, number of runs)."""
     rows = (
         results.exclude(run__hardware=None)
         .values("run__hardware")
-        .annotate(log_mean=Avg(Ln(column)), n=Count("id"))
+        .annotate(log_mean=Avg(Ln(expr)), n=Count("id"))
         .order_by("run__hardware")
     )
     return {row["run__hardware"]: (row["log_mean"], row["n"]) for row in rows}
@@ -228,8 +227,13 @@ def compare_sets(
     comparability_key: str | None = None,
     margin_percent: float | None = None,
     confidence: float = stats.CONFIDENCE,
+    of: str = "figure",
 ) -> dict:
     """B against A over the community's runs: effect, interval, systems, verdict.
+
+    ``of="overhead"`` compares the guest ÷ host overheads of the two sets
+    instead of the figures (does virtio-scsi lose more to its host than
+    virtio-blk?): only guest runs with a listed host baseline count.
 
     ``runs_a`` and ``runs_b`` are the two filter sets' runs (already within
     ``population_runs()``).  The effect is B ÷ A as a ratio (and percent):
@@ -246,10 +250,19 @@ def compare_sets(
             Q(pk__in=runs_a.values("pk")) | Q(pk__in=runs_b.values("pk"))
         )
         _qs, comparability_key = _results(both, test_id, metric, None)
+    if of not in ("figure", "overhead"):
+        raise ValueError(f"of must be figure or overhead, not {of!r}")
     res_a, _ = _results(runs_a, test_id, metric, comparability_key)
     res_b, _ = _results(runs_b, test_id, metric, comparability_key)
-    logs_a = _per_system_logs(res_a, metric)
-    logs_b = _per_system_logs(res_b, metric)
+    expr = _column(metric)
+    if of == "overhead":
+        res_a, res_b = (
+            _with_host_figure(res_a, metric),
+            _with_host_figure(res_b, metric),
+        )
+        expr = "ratio"
+    logs_a = _per_system_logs(res_a, expr)
+    logs_b = _per_system_logs(res_b, expr)
     paired_ids = sorted(set(logs_a) & set(logs_b))
     dist_a = distribution(runs_a, test_id, metric, comparability_key)
     dist_b = distribution(runs_b, test_id, metric, comparability_key)
@@ -259,8 +272,9 @@ def compare_sets(
         "unit": compare.MAIN_METRICS[metric]["unit"],
         "higher_is_better": hib,
         "comparability_key": comparability_key,
-        "a": dist_a["results"],
-        "b": dist_b["results"],
+        "of": of,
+        "a": dist_a["results" if of == "figure" else "overhead"],
+        "b": dist_b["results" if of == "figure" else "overhead"],
         "paired": len(paired_ids) >= stats.MIN_REPEATS,
         "paired_systems": len(paired_ids),
         "ratio": None,
@@ -285,17 +299,16 @@ def compare_sets(
             "max": float(np.exp(m["max"])),
         }
     else:
-        out.update(_unpaired(res_a, res_b, metric, confidence))
+        out.update(_unpaired(res_a, res_b, expr, confidence))
     out["confidence"] = confidence
     out.update(_population_verdict(out, hib, margin))
     return out
 
 
-def _unpaired(res_a: QuerySet, res_b: QuerySet, metric: str, confidence: float) -> dict:
+def _unpaired(res_a: QuerySet, res_b: QuerySet, expr: str, confidence: float) -> dict:
     """Ratio of the two sets' medians, each side bootstrapped on its own."""
-    column = _column(metric)
-    a = np.sort(np.log(np.fromiter(res_a.values_list(column, flat=True), float)))
-    b = np.sort(np.log(np.fromiter(res_b.values_list(column, flat=True), float)))
+    a = np.sort(np.log(np.fromiter(res_a.values_list(expr, flat=True), float)))
+    b = np.sort(np.log(np.fromiter(res_b.values_list(expr, flat=True), float)))
     if a.size == 0 or b.size == 0:
         return {}
     ratio = float(np.exp(np.median(b) - np.median(a)))

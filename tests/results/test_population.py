@@ -295,3 +295,17 @@ def test_many_runs_are_summarised_in_sql(community, monkeypatch):
     assert (over["ci95_low"], over["ci95_high"]) == pytest.approx(
         stats.median_order_interval(ratios)
     )
+
+
+def test_overheads_of_two_settings_compare_paired_per_system(community):
+    # Both modes' guests share each system's host: writeback's guest ÷ host is
+    # 10% above none's, as the figures are.
+    runs_none = population.filter_runs({"cache_mode": "none"})
+    runs_wb = population.filter_runs({"cache_mode": "writeback"})
+    answer = population.compare_sets(runs_none, runs_wb, TEST, of="overhead")
+    assert answer["of"] == "overhead" and answer["paired_systems"] == 30
+    assert answer["low"] < 1.10 < answer["high"]
+    assert answer["verdict"] == stats.FASTER
+    assert answer["a"]["median"] == pytest.approx(np.median(community["none"]))
+    with pytest.raises(ValueError, match="overhead"):
+        population.compare_sets(runs_none, runs_wb, TEST, of="speed")
