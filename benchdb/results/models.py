@@ -294,6 +294,31 @@ class Run(models.Model):
                 fields=["visibility", "hidden", "-created"],
                 name="results_run_browse_idx",
             ),
+            # Listed runs only, newest first, with every facet column: counts,
+            # facet counts, cache-mode sets and the overhead report read this
+            # small index instead of the wide rows (environment JSON) of the
+            # table.  Its condition is RunQuerySet.listed's.
+            models.Index(
+                fields=["-created", "-id"],
+                include=[
+                    "role",
+                    "platform",
+                    "virtualization",
+                    "cache_mode",
+                    "aio_mode",
+                    "image_format",
+                    "storage_backend",
+                    "disk_bus",
+                    "source",
+                    "suspect",
+                    "hardware",
+                    "baseline",
+                    "suite_id",
+                    "suite_version",
+                ],
+                condition=Q(visibility=Visibility.PUBLIC, hidden=False),
+                name="results_run_listed_idx",
+            ),
             # The facet filters most asked for (cache mode report, by layout).
             models.Index(fields=["cache_mode"], name="results_run_cache_idx"),
             models.Index(fields=["storage_backend"], name="results_run_storage_idx"),
