@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The Debian packages the test suite drives for real: fio, ioping and dd (the
-# agent's tools), Chromium (browser tests), QEMU and a Linux kernel (the
-# real-guest tests).  Installs what is missing when run as root on Debian or
+# agent's tools), Chromium (browser tests), QEMU, a Linux kernel and the QEMU
+# guest agent (the real-guest and live host-config tests), the tools that put
+# real signatures on loop devices (the agent's device-safety tests: mkfs.*,
+# cryptsetup, mdadm, squashfs), and virsh (libvirt's test driver needs no
+# daemon).  Installs what is missing when run as root on Debian or
 # Ubuntu; otherwise names the packages to install and fails.
 set -euo pipefail
 
@@ -16,6 +19,18 @@ command -v cpio >/dev/null || need+=(cpio)
 command -v modprobe >/dev/null || need+=(kmod)
 command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v sfdisk >/dev/null || need+=(fdisk)
+command -v losetup >/dev/null || need+=(mount)
+command -v wipefs >/dev/null || need+=(util-linux)
+command -v mkfs.cramfs >/dev/null || need+=(util-linux-extra)
+command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
+command -v mkfs.btrfs >/dev/null || need+=(btrfs-progs)
+command -v mkfs.f2fs >/dev/null || need+=(f2fs-tools)
+command -v mkfs.vfat >/dev/null || need+=(dosfstools)
+command -v mksquashfs >/dev/null || need+=(squashfs-tools)
+command -v cryptsetup >/dev/null || need+=(cryptsetup-bin)
+command -v mdadm >/dev/null || need+=(mdadm)
+[ -x /usr/sbin/qemu-ga ] || need+=(qemu-guest-agent)
+command -v virsh >/dev/null || need+=(libvirt-clients)
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
 
 [ ${#need[@]} -eq 0 ] && exit 0
