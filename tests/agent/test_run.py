@@ -119,8 +119,9 @@ def test_progress_is_plain_lines_off_a_terminal(quick_bundle):
     assert "fio-rand-read-4k-q32t1 repeat 1" in log
 
 
-def tool_processes(marker: str) -> list:
-    """PIDs of live processes whose command line mentions ``marker``."""
+def tool_processes(marker: str, also: str = "") -> list:
+    """PIDs of live processes whose command line mentions ``marker`` (and
+    ``also``)."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -130,7 +131,12 @@ def tool_processes(marker: str) -> list:
             state = (entry / "stat").read_text().split(") ", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if marker in cmdline and state != "Z" and "benchdb_agent" not in cmdline:
+        if (
+            marker in cmdline
+            and also in cmdline
+            and state != "Z"
+            and "benchdb_agent" not in cmdline
+        ):
             out.append(int(entry.name))
     return out
 
@@ -172,11 +178,7 @@ def test_a_signal_to_the_agent_alone_stops_fio_and_keeps_a_partial_bundle(
     # Wait until fio's measuring job (not the layout) runs on our file.
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        running = [
-            p
-            for p in tool_processes(str(target))
-            if "fio-rand-read" in Path(f"/proc/{p}/cmdline").read_text()
-        ]
+        running = tool_processes(str(target), also="fio-rand-read")
         if running:
             break
         time.sleep(0.1)
