@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from benchdb.web.templatetags.benchdb_format import (
+    human,
     metric_axis,
     metric_scale,
     metric_unit,
@@ -209,13 +210,7 @@ def chart_groups(data: dict, labels: dict) -> list[dict]:
             for m in test["metrics"]:
                 for e in m["runs"]:
                     rows.append(
-                        {
-                            "test": test,
-                            "metric": m,
-                            "entry": e,
-                            "label": labels[e["run"]],
-                            "mark": mark(e, e["run"] == reference),
-                        }
+                        _row(test, m, e, labels[e["run"]], e["run"] == reference)
                     )
         group = {
             "name": name,
@@ -232,6 +227,48 @@ def chart_groups(data: dict, labels: dict) -> list[dict]:
             group["bars"] = _bar_charts(tests, labels, run_ids, reference)
         groups.append(group)
     return groups
+
+
+def _row(test: dict, m: dict, e: dict, label: str, is_reference: bool) -> dict:
+    """One table row, every cell formatted here: a full comparison has
+    hundreds of rows, and Python formats them far faster than template
+    filters do."""
+    metric = m["metric"]
+    if e.get("ci95_low") is not None:
+        interval = f"{human(e['ci95_low'], metric)} – {human(e['ci95_high'], metric)}"
+    elif e.get("min") is not None:
+        interval = f"{human(e['min'], metric)} – {human(e['max'], metric)} (min–max)"
+    else:
+        interval = "—"
+    if is_reference:
+        delta = "reference"
+    elif e.get("delta_percent") is not None:
+        delta = f"{e['delta_percent']:+.1f}%"
+    else:
+        delta = "—"
+    verdict = e.get("verdict_text") or ""
+    if not verdict and e.get("verdict"):
+        verdict = e["verdict"]
+        if e.get("p_value") is not None:
+            verdict += f" (p = {e['p_value']:.3f})"
+    overhead = (e.get("overhead") or {}).get("text") or ""
+    the_mark = mark(e, is_reference)
+    return {
+        "test": test,
+        "metric": m,
+        "entry": e,
+        "label": label,
+        "mark": "" if the_mark == "reference" else the_mark,
+        "cells": {
+            "metric": metric_words(metric),
+            "mean": human(e.get("mean"), metric),
+            "interval": interval,
+            "delta": delta,
+            "verdict": verdict,
+            "overhead": overhead,
+        },
+        "css": "verdict-" + (e.get("verdict") or "reference").replace(" ", "-"),
+    }
 
 
 def _chosen(test: dict) -> dict | None:
@@ -572,3 +609,39 @@ def label_host_platforms(hosts: list) -> None:
             host.platform_label = ", ".join(sorted(platforms[host.pk])) + " (host)"
         else:
             host.platform_label = own
+
+
+def markdown(groups: list[dict]) -> str:
+    """The comparison as a Markdown table for a forum post: each test's main
+    figure (the one its chart shows), one line per run."""
+
+    def cell(text) -> str:
+        return str(text).replace("|", "/").replace("\n", " ")
+
+    lines = [
+        "| test | figure | run | mean | 95% interval | vs reference | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for group in groups:
+        for row in group["rows"]:
+            chosen = _chosen(row["test"])
+            if chosen is None or row["metric"]["metric"] != chosen["metric"]:
+                continue
+            c = row["cells"]
+            lines.append(
+                "| "
+                + " | ".join(
+                    cell(x)
+                    for x in (
+                        row["test"]["title"],
+                        c["metric"],
+                        row["label"],
+                        c["mean"],
+                        c["interval"],
+                        c["delta"],
+                        c["verdict"] or row["entry"].get("note") or "",
+                    )
+                )
+                + " |"
+            )
+    return "\n".join(lines)

@@ -35,7 +35,6 @@ from benchdb.results.models import (
     Run,
 )
 from benchdb.web import answers, present
-from benchdb.web.templatetags.benchdb_format import human
 from benchdb_agent import vocab as agent_vocab
 
 MAX_COMPARE = reads.MAX_COMPARE_RUNS
@@ -223,42 +222,9 @@ def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
         "rows": rows,
         "chart_data": chart_data,
         "safety": [(mode, *agent_vocab.CACHE_MODE_SAFETY[mode]) for mode in modes],
-        "markdown": _markdown(data, labels),
+        "markdown": present.markdown(groups),
         "ids": ",".join(str(i) for i in ids),
     }
-
-
-def _markdown(data: dict, labels: dict) -> str:
-    lines = [
-        "| test | metric | run | mean | 95% CI | vs reference | verdict |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for test in data["tests"]:
-        for m in test["metrics"]:
-            for e in m["runs"]:
-                ci = (
-                    human(e["ci95_low"], m["metric"])
-                    + " – "
-                    + human(e["ci95_high"], m["metric"])
-                    if e["ci95_low"] is not None
-                    else "—"
-                )
-                delta = (
-                    "reference"
-                    if e["run"] == data["reference"]
-                    else (
-                        f"{e['delta_percent']:+.1f}%"
-                        if e["delta_percent"] is not None
-                        else "—"
-                    )
-                )
-                title = labels[e["run"]].replace("|", "/")
-                lines.append(
-                    f"| {test['title']} | {m['metric']} | {title} | "
-                    f"{human(e['mean'], m['metric'])} | {ci} | {delta} | "
-                    f"{e['verdict_text'] or e['note'] or ''} |"
-                )
-    return "\n".join(lines)
 
 
 def _parse_compare_request(request):
