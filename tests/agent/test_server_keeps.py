@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def test_one_test_per_fio_job_is_stored_with_its_own_records(tmp_path):
 
 
 def test_buffered_results_keep_their_mark_and_key(tmp_path):
-    target = Path("/dev/shm") / f"benchdb-h12-{tmp_path.name}"
+    target = Path("/dev/shm") / f"benchdb-test-{uuid.uuid4().hex}"
     target.mkdir()
     out = tmp_path / "buffered.json"
     try:
