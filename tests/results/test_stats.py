@@ -334,3 +334,15 @@ def test_verdicts_are_symmetric(a, b, higher):
     assert ab["p"] == pytest.approx(ba["p"], rel=1e-9, abs=1e-300)
     assert ab["ratio"] * ba["ratio"] == pytest.approx(1.0, rel=1e-9)
     assert ab["low"] * ba["high"] == pytest.approx(1.0, rel=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(min_value=-3, max_value=3), min_size=3, max_size=40))
+def test_median_intervals_mirror_under_negation(logs):
+    # Across-runs answers take the median of per-system log ratios: swapping
+    # A and B negates them, and the interval must mirror exactly.
+    a = stats.median_interval(logs)
+    b = stats.median_interval([-v for v in logs])
+    assert b["median"] == pytest.approx(-a["median"], abs=1e-12)
+    assert b["ci95_low"] == pytest.approx(-a["ci95_high"], abs=1e-12)
+    assert b["ci95_high"] == pytest.approx(-a["ci95_low"], abs=1e-12)
