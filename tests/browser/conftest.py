@@ -64,4 +64,6 @@ def screenshot():
         page.screenshot(path=str(path), full_page=True)
         return path
 
+    take.folder = SCREENSHOTS
+
     return take

@@ -72,7 +72,7 @@ def test_two_full_runs_compare_within_budget(live_server, browser, screenshot):
         for i in range(groups.count()):
             group = groups.nth(i)
             if not group.evaluate("d => d.open"):
-                group.locator("summary").click()
+                group.locator("> summary").click()
         page.wait_for_timeout(300)
         canvases = page.locator(".charts canvas")
         assert canvases.count() >= groups.count()
@@ -83,6 +83,11 @@ def test_two_full_runs_compare_within_budget(live_server, browser, screenshot):
         assert layout["scroll"] <= layout["width"] and not layout["out"], layout
         assert not errors, errors
         screenshot(page, f"compare-full-{width}")
+        if width == 1366:
+            for name in ("group-fio-random", "group-fio-iodepth-sweep"):
+                page.locator(f"#{name} .charts").screenshot(
+                    path=str(screenshot.folder / f"compare-full-{name}.png")
+                )
         context.close()
     # The sweep: depths in numeric order, IOPS and latency, one line per run.
     data = json.loads(
