@@ -668,8 +668,6 @@ def baseline_target(disk: DiskConfig, host_dir: str | None) -> tuple:
     image = os.path.realpath(disk.path) if disk.path else None
     if host_dir:
         real = os.path.realpath(host_dir)
-        if image and (real == image or image.startswith(real.rstrip("/") + "/")):
-            pass  # a folder that holds the image is fine: the test file is new
         if not os.path.isdir(real):
             raise VmError(f"--host-dir {host_dir} is not a directory")
         if image and os.path.exists(image):
