@@ -645,3 +645,21 @@ def markdown(groups: list[dict]) -> str:
                 + " |"
             )
     return "\n".join(lines)
+
+
+def mark_test_warnings(rows: list[dict], warnings) -> None:
+    """``row["badges"]``: what the agent said about that test (a warning
+    naming it, a partial or failed status, buffered I/O), as short words."""
+    by_test = defaultdict(list)
+    for w in warnings or []:
+        if isinstance(w, dict) and w.get("test_id"):
+            by_test[w["test_id"]].append(str(w.get("code") or "warning"))
+    for row in rows:
+        result = row["result"]
+        badges = list(by_test.get(result.test_id, []))
+        stats = result.stats or {}
+        if stats.get("status") in ("partial", "failed"):
+            badges.append(stats["status"])
+        if stats.get("buffered"):
+            badges.append("buffered")
+        row["badges"] = badges

@@ -126,6 +126,7 @@ def run_detail(request, pk: int):
                 "raw_repeats": {raw.repeat for raw in res.raw_outputs.all()},
             }
         )
+    present.mark_test_warnings(rows, run.warnings)
     groups = present.run_groups(rows, run, run.baseline)
     chart_data = [{"slug": g["slug"], "bars": g["bars"]} for g in groups]
     guests = []
