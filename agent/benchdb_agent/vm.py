@@ -373,13 +373,27 @@ class QemuVm:
 
     def _wait_exit(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
+        asked_status = 0.0
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.pid == self.pid:
                 self.proc.poll()  # reap our own child
             if not _process_alive(self.pid):
                 return True
+            if self.qmp_path() and time.monotonic() - asked_status > 2:
+                asked_status = time.monotonic()
+                self._quit_if_powered_off()
             time.sleep(0.2)
         return False
+
+    def _quit_if_powered_off(self) -> None:
+        """With -no-shutdown QEMU stays up after the guest powered off: the
+        guest is down, so ending QEMU now loses nothing."""
+        try:
+            status = qmp_command(self.qmp_path(), "query-status", timeout=5)
+            if status.get("status") == "shutdown":
+                qmp_command(self.qmp_path(), "quit", timeout=5)
+        except (OSError, ValueError, VmError):
+            pass  # QEMU is exiting, or its QMP is busy: the wait goes on
 
     def _restart(self, argv: list, guest) -> None:
         self._stop(guest)
