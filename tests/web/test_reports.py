@@ -74,3 +74,13 @@ def _metric(page: str) -> str:
     return {"Bandwidth": "bw_bytes", "Operations per second": "iops"}.get(
         label, "lat_mean_ns"
     )
+
+
+def test_suspect_pairs_are_marked_in_the_run_by_run_table(client, reference):
+    from benchdb.results.models import Run
+
+    guest = Run.objects.filter(role="guest", baseline__isnull=False).first()
+    Run.objects.filter(pk=guest.pk).update(suspect=True, suspect_reasons=["test"])
+    page = client.get("/reports/overhead/").content.decode()
+    row = page.split(f'href="{guest.get_absolute_url()}"')[1].split("</td>")[0]
+    assert '<span class="badge">suspect</span>' in row
