@@ -42,7 +42,10 @@ CACHE_ORDER = reads.CACHE_ORDER
 
 
 def home(request):
-    return render(request, "web/home.html", reads.home_summary())
+    context = reads.home_summary()
+    context["latest"] = list(context["latest"])
+    present.label_host_platforms([r for r in context["latest"] if r.role == "host"])
+    return render(request, "web/home.html", context)
 
 
 def run_list(request):
