@@ -76,3 +76,7 @@ class BundleJSONParser(BaseParser):
             raise ParseError(f"The body is not UTF-8: {exc}") from exc
         except ValueError as exc:
             raise ParseError(f"JSON parse error: {exc}") from exc
+        except RecursionError:
+            # json's decoder recurses per level: a body of 100,000 "[" would
+            # otherwise be a 500.  The contract bounds depth far lower anyway.
+            raise ParseError("JSON parse error: nested too deeply") from None

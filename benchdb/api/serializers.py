@@ -12,7 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from benchdb.api.permissions import owner_key
-from benchdb.api.validation import DIGITS, Errors, _tags
+from benchdb.api.validation import DIGITS, check_tags
 from benchdb.results import reads
 from benchdb.results.compare import GROUP_BY, METRIC_COLUMNS, SIMILAR_MATCH
 from benchdb.results.models import (
@@ -24,6 +24,7 @@ from benchdb.results.models import (
     Run,
     Submission,
 )
+from benchdb_agent import contract
 
 
 def absolute(request, path: str) -> str:
@@ -399,18 +400,30 @@ class RunUpdateSerializer(serializers.ModelSerializer):
         fields = ["title", "notes", "visibility", "tags"]
 
     def validate_tags(self, value: dict) -> dict:
-        errors = Errors()
-        _tags(errors, value, "")
+        # The contract's tag rules: the same as an upload's and --tag's.
+        errors = check_tags(value)
         if errors:
             raise serializers.ValidationError(
                 {e["pointer"].lstrip("/"): [e["message"]] for e in errors}
             )
         return value
 
+    def validate_title(self, value: str) -> str:
+        return _text(value)
+
     def validate_notes(self, value: str) -> str:
-        if len(value) > 10_000:
-            raise serializers.ValidationError("at most 10000 characters")
-        return value
+        if len(value) > contract.MAX_STRING:
+            raise serializers.ValidationError(
+                f"at most {contract.MAX_STRING} characters"
+            )
+        return _text(value)
+
+
+def _text(value: str) -> str:
+    problem = contract.text_problem(value)
+    if problem:
+        raise serializers.ValidationError(problem)
+    return value
 
 
 class ModerationSerializer(serializers.Serializer):

@@ -8,10 +8,8 @@ use ``Run.objects`` querysets (``visible`` for lists and aggregates,
 
 from __future__ import annotations
 
-import json
 import uuid
 
-import jsonschema
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import FileResponse
@@ -52,8 +50,6 @@ from benchdb.results.models import (
 )
 from benchdb.results.tasks import enqueue, read_latest_dump
 from benchdb.results.vocab import Visibility
-from benchdb_agent import bundle as agent_bundle
-from benchdb_agent import parsers as agent_parsers
 from benchdb_agent import vocab as agent_vocab
 
 ERRORS = s.ErrorsSerializer
@@ -84,39 +80,6 @@ def readable_runs(request):
 
 
 # Submissions -----------------------------------------------------------------
-
-BUNDLE_SCHEMA = jsonschema.Draft202012Validator(
-    json.loads(agent_bundle.SCHEMA_PATH.read_text()),
-    format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER,
-)
-
-
-def contract_errors(doc, *, already: list[dict], staff: bool) -> list[dict]:
-    """The agent's own ``bundle.validate`` and the JSON Schema, as pointers.
-
-    The server's checks (``check_bundle``) come first; these add whatever the
-    contract says that they do not, one error per pointer.  Staff may upload
-    published reference figures, which the agent's contract does not allow.
-    """
-    seen = {e["pointer"] for e in already}
-    out = []
-
-    def add(pointer: str, message: str) -> None:
-        if pointer in seen or (staff and pointer == "/source"):
-            return
-        seen.add(pointer)
-        out.append({"pointer": pointer, "message": message[:500]})
-
-    for pointer, message in agent_bundle.validate(doc):
-        add(pointer, message)
-    if not already and not out:
-        for error in BUNDLE_SCHEMA.iter_errors(doc):
-            path = "".join(
-                "/" + str(p).replace("~", "~0").replace("/", "~1")
-                for p in error.absolute_path
-            )
-            add(path, error.message)
-    return out
 
 
 @extend_schema_view(
@@ -192,14 +155,7 @@ class SubmissionViewSet(
                 ]
             )
         doc = request.data
-        errors = check_bundle(
-            doc,
-            allow_published=bool(user and user.is_staff),
-            parse=agent_parsers.parse,
-        )
-        errors += contract_errors(
-            doc, already=errors, staff=bool(user and user.is_staff)
-        )
+        errors = check_bundle(doc, allow_published=bool(user and user.is_staff))
         if errors:
             raise BundleInvalid(errors)
         bundle_id = uuid.UUID(doc["bundle_id"])
@@ -239,7 +195,10 @@ class SubmissionViewSet(
     def _existing(self, sub: Submission) -> Response:
         """A bundle received before: 200 with its status; a submission whose
         message never reached the broker is queued now (202), or 503 again."""
-        if sub.status == Submission.Status.QUEUED and sub.enqueued is None:
+        # enqueued NULL with an error: its enqueue failed (not merely "in
+        # flight" in the request that stored it a moment ago).
+        not_queued = sub.enqueued is None and bool(sub.last_error)
+        if sub.status == Submission.Status.QUEUED and not_queued:
             ok = enqueue(sub.pk)
             sub.refresh_from_db()
             data = s.SubmissionSerializer(sub, context={"request": self.request}).data
@@ -486,6 +445,15 @@ class RunViewSet(
 # Compare, aggregates, vocabularies, hardware ---------------------------------
 
 
+def _nested(field: str, message: str) -> dict:
+    """``options/metric`` -> {"options": {"metric": [message]}}: the error's
+    pointer names the exact key."""
+    detail: object = [message]
+    for part in reversed(field.split("/")):
+        detail = {part: detail}
+    return detail
+
+
 def compare_runs(request, run_ids: list[int], reference_id: int | None) -> dict:
     """``reads.comparison`` for this request; 400 naming the bad field."""
     try:
@@ -691,7 +659,7 @@ class ComparisonViewSet(
                 owner_key=owner_key(request),
             )
         except reads.ReadError as exc:
-            raise exceptions.ValidationError({exc.field: [exc.message]}) from None
+            raise exceptions.ValidationError(_nested(exc.field, exc.message)) from None
         except reads.NotReadable as exc:
             raise exceptions.ValidationError({"runs": [str(exc)]}) from None
         out = s.ComparisonSerializer(saved, context={"request": request}).data

@@ -31,6 +31,7 @@ from benchdb.results.models import (
 from benchdb.results.vocab import DiskType, Role, Source, Visibility
 from benchdb_agent import parsers
 from benchdb_agent import suite as agent_suite
+from benchdb_agent.contract import parse_direction
 
 # Tags copied onto Run columns as they are (already vocabulary-checked).
 RUN_TAG_COLUMNS = (
@@ -104,13 +105,6 @@ def _gzip_of(raw: dict, data: bytes) -> bytes:
     if raw.get("encoding") == "gzip+base64":
         return base64.b64decode(raw["data"])
     return gzip.compress(data, compresslevel=6)
-
-
-def parse_direction(raw: dict, test: dict) -> str | None:
-    """The direction a parser needs where the output does not say it (dd,
-    ioping -B): the raw's or the test's, if it is a single direction."""
-    direction = raw.get("direction") or test.get("direction")
-    return direction if direction in ("read", "write", "trim") else None
 
 
 def reparse_test(

@@ -16,7 +16,7 @@ import pytest
 from benchdb_agent import bundle, suite
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = json.loads((ROOT / "docs" / "bundle.schema.json").read_text())
+SCHEMA = json.loads(bundle.SCHEMA_PATH.read_text())
 AGENT = [sys.executable, "-m", "benchdb_agent"]
 SHORT = [
     "--size",

@@ -12,6 +12,7 @@ import pytest
 
 from benchdb.api import validation
 from benchdb.results.models import Measurement, Result, Run, Submission
+from benchdb_agent import contract
 from tests.api.factories import make_bundle
 
 pytestmark = pytest.mark.django_db
@@ -60,8 +61,7 @@ FIELD_CASES = [
     ("/bundle_id", 12, "/bundle_id"),
     ("/created", "yesterday", "/created"),
     ("/created", "2999-01-01T00:00:00Z", "/created"),
-    # Caught by the agent's own bundle.validate (the profile is required).
-    ("/suite", {"id": "benchdb-standard", "version": "1"}, "/suite"),
+    ("/suite", {"id": "benchdb-standard", "version": "1"}, "/suite/profile"),
     ("/role", "hypervisor", "/role"),
     ("/source", "published", "/source"),
     ("/pair_id", "has spaces", "/pair_id"),
@@ -213,7 +213,7 @@ def test_it_refuses_too_many_repeats(api, good):
 
 
 def test_it_refuses_a_raw_that_inflates_beyond_the_raw_limit(api, good, monkeypatch):
-    monkeypatch.setattr(validation, "MAX_RAW_BYTES", 1000)
+    monkeypatch.setattr(contract, "MAX_RAW_BYTES", 1000)
     before = counts()
     response = api.post(URL, good, format="json")
     assert response.status_code == 400
