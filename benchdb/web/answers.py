@@ -161,9 +161,18 @@ def overhead_answer(setup: dict, workload: dict) -> dict:
 def overhead_by(field: str, setup: dict, workload: dict) -> list[dict]:
     """The same answer per value of one setting (per storage, per bus…)."""
     choices = dict((FACETS.get(field) or HARDWARE_FACETS[field]).choices)
+    column = field if field in FACETS else f"hardware__{field}"
+    # Only the values some paired guest has: one query instead of one
+    # answer per possible value.
+    present = set(
+        population.filter_runs({**setup, "role": "guest"})
+        .filter(baseline__isnull=False)
+        .values_list(column, flat=True)
+        .distinct()
+    )
     out = []
     for value, label in choices.items():
-        if value == "unknown" or (field in setup and setup[field] != value):
+        if value == "unknown" or value not in present:
             continue
         ans = overhead_answer({**setup, field: value}, workload)
         if ans["runs"]:

@@ -50,6 +50,7 @@ def test_two_full_runs_compare_within_budget(live_server, browser, screenshot):
             ttfb = time.perf_counter() - start
             response.read()
     assert ttfb < BUDGET_TTFB_S, ttfb
+    print(f"compare of two full runs: first byte after {ttfb * 1000:.0f} ms")
     for width in (1366, 390):
         context = browser.new_context(viewport={"width": width, "height": 900})
         page = context.new_page()
@@ -66,6 +67,7 @@ def test_two_full_runs_compare_within_budget(live_server, browser, screenshot):
         page.goto(url)
         page.wait_for_load_state("networkidle")
         assert sum(sizes) < BUDGET_BYTES, sizes
+        print(f"{width} px: {sum(sizes)} bytes transferred in {len(sizes)} responses")
         # Groups fold: open each, its charts draw.
         groups = page.locator("details.group")
         assert groups.count() >= 5

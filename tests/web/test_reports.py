@@ -84,3 +84,12 @@ def test_suspect_pairs_are_marked_in_the_run_by_run_table(client, reference):
     page = client.get("/reports/overhead/").content.decode()
     row = page.split(f'href="{guest.get_absolute_url()}"')[1].split("</td>")[0]
     assert '<span class="badge">suspect</span>' in row
+
+
+def test_report_queries_are_bounded(client, reference, django_assert_max_num_queries):
+    # Four cache-mode answers and the per-storage overheads: a few queries
+    # each (results/population.py), never one per run.
+    with django_assert_max_num_queries(80):
+        client.get("/reports/cache-modes/")
+    with django_assert_max_num_queries(50):
+        client.get("/reports/overhead/")
