@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.utils.text import slugify
+
 from benchdb.web.templatetags.benchdb_format import (
     human,
     metric_axis,
@@ -142,6 +144,11 @@ GROUP_TITLES = {
 GROUP_ORDER = list(GROUP_TITLES)
 
 
+def _slug(group: str) -> str:
+    """An element id for a test group (the group comes from the bundle)."""
+    return "group-" + (slugify(group) or "other")
+
+
 def mark(entry: dict, is_reference: bool) -> str:
     """A bar's significance against the reference, in one or two characters
     plus a word: ▲ better, ▼ worse, = same, ? cannot tell."""
@@ -214,7 +221,7 @@ def chart_groups(data: dict, labels: dict) -> list[dict]:
                     )
         group = {
             "name": name,
-            "slug": f"group-{name}",
+            "slug": _slug(name),
             "title": GROUP_TITLES.get(name, name),
             "count": len(tests),
             "rows": rows,
@@ -418,7 +425,7 @@ def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:
         groups.append(
             {
                 "name": name,
-                "slug": f"group-{name}",
+                "slug": _slug(name),
                 "title": GROUP_TITLES.get(name, name),
                 "count": len(members),
                 "rows": members,

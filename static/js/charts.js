@@ -184,7 +184,7 @@
   }
 
   function drawGroup(group) {
-    const container = document.querySelector(`[data-group="${group.slug}"]`);
+    const container = document.querySelector(`[data-group="${CSS.escape(group.slug)}"]`);
     if (!container || container.dataset.drawn) return;
     container.dataset.drawn = "1";
     const tableId = group.slug + "-table";
@@ -196,7 +196,7 @@
     const source = document.getElementById("chart-data");
     if (!source || typeof Chart === "undefined") return;
     JSON.parse(source.textContent).forEach((group) => {
-      const container = document.querySelector(`[data-group="${group.slug}"]`);
+      const container = document.querySelector(`[data-group="${CSS.escape(group.slug)}"]`);
       if (!container) return;
       const details = container.closest("details");
       if (!details || details.open) drawGroup(group);
