@@ -203,3 +203,58 @@ def test_saved_comparisons_have_the_same_limits_in_the_api_and_on_the_page(fio, 
     assert api.get(f"/api/v1/compare/?runs={','.join(map(str, ids))}").status_code == (
         400
     )
+
+
+@pytest.mark.parametrize("who", WHO)
+@pytest.mark.parametrize("visibility", VISIBILITIES)
+def test_aggregates_counts_and_similar_hold_listed_runs_only(
+    fio, alice, people, who, visibility
+):
+    run = store_bundle(
+        make_bundle(fio, environment=_env("Visibility CPU", "Visibility Disk")),
+        owner=alice,
+        visibility=visibility,
+    )
+    user = people[who]
+    api, page = clients_for(user)
+    listed = visibility == "public"
+    may_open = visibility in MAY_OPEN[who]
+    test_id = run.results.get().test_id
+
+    # Aggregates and the hardware list: listed runs only, for everyone.
+    agg = api.get(f"/api/v1/aggregates/?test_id={test_id}&metric=iops").json()
+    assert agg["overall"]["count"] == (1 if listed else 0)
+    hardware = api.get("/api/v1/hardware/").json()["results"]
+    assert (run.hardware_id in {h["id"] for h in hardware}) == listed
+    # Home and browse counts (reads.home_summary, reads.facet_counts).
+    home = page.get("/")
+    assert home.context["run_count"] == (1 if listed else 0)
+    browse = page.get("/runs/")
+    roles = {f["name"]: f for f in browse.context["facets"]}["role"]["options"]
+    assert sum(o["n"] for o in roles) == (1 if listed else 0)
+    # Similar systems: only for a run the reader may open.
+    similar = api.get(f"/api/v1/runs/{run.pk}/similar/?test_id={test_id}")
+    assert similar.status_code == (200 if may_open else 404)
+    if may_open:
+        assert similar.json()["population"] == (
+            [similar.json()["value"]] if listed else []
+        )
+
+
+def _env(cpu: str, disk: str) -> dict:
+    """An environment of its own, so the run's hardware row is its own."""
+    return {
+        "virtualization": {"type": "kvm", "evidence": []},
+        "platform": {"value": "unknown", "hints": []},
+        "cpu": {"model": cpu, "sockets": 1, "cores": 2, "threads": 2},
+        "memory_bytes": 2147483648,
+        "os": {"name": "Debian GNU/Linux 12 (bookworm)", "kernel": "6.1.0-test"},
+        "target": {
+            "path": "/mnt/test",
+            "filesystem": "ext4",
+            "device": "vdb",
+            "disk_bus": "virtio-blk",
+            "rotational": False,
+            "model": disk,
+        },
+    }
