@@ -18,7 +18,7 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchdb.api.views import _error_responses, _filter_parameters
+from benchdb.api.views import error_responses, filter_parameters
 from benchdb.results import population, stats
 
 # Parameters of these views that are not run filters.
@@ -149,8 +149,8 @@ class PopulationView(APIView):
         "the per-run figures' median, quartiles and bootstrap 95% interval of the "
         "median, with the number of runs and distinct systems; and the same for "
         "guest ÷ host of guest runs with a visible host baseline.",
-        parameters=[PopulationQuerySerializer, *_filter_parameters()],
-        responses={200: PopulationSerializer, **_error_responses(400)},
+        parameters=[PopulationQuerySerializer, *filter_parameters()],
+        responses={200: PopulationSerializer, **error_responses(400)},
     )
     def get(self, request):
         query = PopulationQuerySerializer(data=request.query_params)
@@ -172,8 +172,8 @@ class PopulationCompareView(APIView):
         "ratio (bootstrap 95% interval), or with fewer than 3 such systems the "
         "ratio of the two sets' medians; the number of systems, and a verdict "
         "(faster, slower, equivalent, cannot tell).",
-        parameters=[PopulationCompareQuerySerializer, *_filter_parameters()],
-        responses={200: PopulationCompareSerializer, **_error_responses(400)},
+        parameters=[PopulationCompareQuerySerializer, *filter_parameters()],
+        responses={200: PopulationCompareSerializer, **error_responses(400)},
     )
     def get(self, request):
         query = PopulationCompareQuerySerializer(data=request.query_params)

@@ -39,7 +39,7 @@ from benchdb.api.throttling import (
     client_address,
 )
 from benchdb.api.validation import check_bundle
-from benchdb.results import compare, exports, ingest, reads
+from benchdb.results import exports, ingest, reads
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
@@ -63,7 +63,7 @@ OWNER_KEY_PARAM = OpenApiParameter(
 )
 
 
-def _error_responses(*codes: int) -> dict:
+def error_responses(*codes: int) -> dict:
     return {code: OpenApiResponse(ERRORS) for code in codes}
 
 
@@ -87,7 +87,7 @@ def readable_runs(request):
         summary="Status of a submission",
         description="queued, processing, done (with the run's URL) or failed "
         "(with the reasons, as JSON pointers into the bundle).",
-        responses={200: s.SubmissionSerializer, **_error_responses(404)},
+        responses={200: s.SubmissionSerializer, **error_responses(404)},
     ),
 )
 class SubmissionViewSet(
@@ -133,7 +133,7 @@ class SubmissionViewSet(
         responses={
             202: s.SubmissionCreatedSerializer,
             200: s.SubmissionSerializer,
-            **_error_responses(400, 401, 413, 415, 429),
+            **error_responses(400, 401, 413, 415, 429),
         },
     )
     def create(self, request, *args, **kwargs):
@@ -263,25 +263,25 @@ EXPORT_PARAM = OpenApiParameter(
                 "visibility); needs a signed-in user or token.",
             )
         ],
-        responses={200: s.RunListSerializer(many=True), **_error_responses(400)},
+        responses={200: s.RunListSerializer(many=True), **error_responses(400)},
     ),
     retrieve=extend_schema(
         summary="A run with every test's statistics and repeats",
         description="Hidden runs remain readable here, with the reason; "
         "overhead is the guest figure divided by its host baseline's.",
         parameters=[OWNER_KEY_PARAM],
-        responses={200: s.RunDetailSerializer, **_error_responses(404)},
+        responses={200: s.RunDetailSerializer, **error_responses(404)},
     ),
     partial_update=extend_schema(
         summary="Edit a run's title, notes, visibility or tags (owner only)",
         parameters=[OWNER_KEY_PARAM],
         request=s.RunUpdateSerializer,
-        responses={200: s.RunDetailSerializer, **_error_responses(400, 403, 404)},
+        responses={200: s.RunDetailSerializer, **error_responses(400, 403, 404)},
     ),
     destroy=extend_schema(
         summary="Delete a run (owner only)",
         parameters=[OWNER_KEY_PARAM],
-        responses={204: None, **_error_responses(403, 404)},
+        responses={204: None, **error_responses(403, 404)},
     ),
 )
 class RunViewSet(
@@ -358,7 +358,7 @@ class RunViewSet(
         "in X-Owner-Key; the key stops working afterwards.",
         request=None,
         parameters=[OWNER_KEY_PARAM],
-        responses={200: s.RunListSerializer, **_error_responses(401, 403, 404)},
+        responses={200: s.RunListSerializer, **error_responses(401, 403, 404)},
     )
     @action(
         detail=True, methods=["post"], permission_classes=[permissions.IsAuthenticated]
@@ -376,7 +376,7 @@ class RunViewSet(
         description="flag/unflag marks it suspect with a reason; hide/unhide "
         "takes it out of lists and aggregates (its page says why).",
         request=s.ModerationSerializer,
-        responses={200: s.RunListSerializer, **_error_responses(400, 401, 403, 404)},
+        responses={200: s.RunListSerializer, **error_responses(400, 401, 403, 404)},
     )
     @action(detail=True, methods=["post"], permission_classes=[IsStaff])
     def moderate(self, request, pk=None):
@@ -395,7 +395,7 @@ class RunViewSet(
         "comparability key on the same disk type (and the same values of the "
         "match facets).",
         parameters=[s.SimilarQuerySerializer, OWNER_KEY_PARAM],
-        responses={200: s.SimilarSerializer, **_error_responses(400, 404)},
+        responses={200: s.SimilarSerializer, **error_responses(400, 404)},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def similar(self, request, pk=None):
@@ -424,7 +424,7 @@ class RunViewSet(
         responses={
             (200, "application/json"): OpenApiTypes.OBJECT,
             (200, "text/csv"): OpenApiTypes.STR,
-            **_error_responses(400),
+            **error_responses(400),
         },
     )
     @action(
@@ -483,7 +483,7 @@ class CompareView(APIView):
         responses={
             (200, "application/json"): s.ComparisonResultSerializer,
             (200, "text/csv"): OpenApiTypes.STR,
-            **_error_responses(400),
+            **error_responses(400),
         },
     )
     def get(self, request):
@@ -497,7 +497,7 @@ class CompareView(APIView):
         return Response(result)
 
 
-def _filter_parameters() -> list[OpenApiParameter]:
+def filter_parameters() -> list[OpenApiParameter]:
     """RunFilterSet's parameters for views that are not lists (aggregates)."""
     params = []
     for name, flt in RunFilterSet.base_filters.items():
@@ -535,8 +535,8 @@ class AggregatesView(APIView):
         "PostgreSQL over visible runs narrowed by any run filter, e.g. 4k random "
         "read IOPS at QD1 by cache_mode for disk_type=nvme-ssd&platform=proxmox. "
         "Suspect runs are left out unless the suspect filter is given.",
-        parameters=[s.AggregateQuerySerializer, *_filter_parameters()],
-        responses={200: s.AggregateSerializer, **_error_responses(400)},
+        parameters=[s.AggregateQuerySerializer, *filter_parameters()],
+        responses={200: s.AggregateSerializer, **error_responses(400)},
     )
     def get(self, request):
         query = s.AggregateQuerySerializer(data=request.query_params)
@@ -561,55 +561,14 @@ class VocabulariesView(APIView):
         responses={200: s.VocabulariesSerializer},
     )
     def get(self, request):
-        names = {
-            "role": agent_vocab.ROLE,
-            "platform": agent_vocab.PLATFORM,
-            "virtualization": agent_vocab.VIRTUALIZATION,
-            "cache_mode": agent_vocab.CACHE_MODE,
-            "aio_mode": agent_vocab.AIO_MODE,
-            "image_format": agent_vocab.IMAGE_FORMAT,
-            "storage_backend": agent_vocab.STORAGE_BACKEND,
-            "disk_bus": agent_vocab.DISK_BUS,
-            "disk_type": agent_vocab.DISK_TYPE,
-            "raid_level": agent_vocab.RAID_LEVEL,
-            "source": agent_vocab.SOURCE,
-            "visibility": agent_vocab.VISIBILITY,
-            "direction": agent_vocab.DIRECTION,
-            "tool": agent_vocab.TOOL,
-        }
-        data = {
-            "vocabularies": {
-                name: [{"value": v, "label": label} for v, label in vocabulary]
-                for name, vocabulary in names.items()
-            },
-            "tags": {
-                key: None if allowed is None else list(agent_vocab.values(allowed))
-                for key, allowed in agent_vocab.TAG_VOCABULARIES.items()
-            },
-            "visibility": list(Visibility.values),
-            "metrics": compare.MAIN_METRICS,
-            "group_by": list(compare.GROUP_BY),
-            "similar_match": list(compare.SIMILAR_MATCH),
-            "cache_mode_safety": {
-                mode: {"safety": safety, "explanation": text}
-                for mode, (safety, text) in agent_vocab.CACHE_MODE_SAFETY.items()
-            },
-            "units": {
-                "iops": "operations per second",
-                "bw_bytes": "bytes per second",
-                "*_ns": "nanoseconds",
-                "*_bytes": "bytes",
-                "*_s": "seconds",
-            },
-        }
-        return Response(data)
+        return Response(reads.vocabularies())
 
 
 @extend_schema_view(
     list=extend_schema(summary="Hardware that visible runs ran on"),
     retrieve=extend_schema(
         summary="One hardware description",
-        responses={200: s.HardwareSerializer, **_error_responses(404)},
+        responses={200: s.HardwareSerializer, **error_responses(404)},
     ),
 )
 class HardwareViewSet(viewsets.ReadOnlyModelViewSet):
@@ -643,7 +602,7 @@ class ComparisonViewSet(
     @extend_schema(
         summary="Save a comparison as a share link",
         request=s.ComparisonCreateSerializer,
-        responses={201: s.ComparisonSerializer, **_error_responses(400)},
+        responses={201: s.ComparisonSerializer, **error_responses(400)},
     )
     def create(self, request, *args, **kwargs):
         body = s.ComparisonCreateSerializer(data=request.data)
@@ -669,7 +628,7 @@ class ComparisonViewSet(
         summary="A saved comparison, computed now",
         description="Runs that are no longer readable (deleted, made private) "
         "are left out; `comparison` is null when none is left.",
-        responses={200: s.SavedComparisonSerializer, **_error_responses(404)},
+        responses={200: s.SavedComparisonSerializer, **error_responses(404)},
     )
     def retrieve(self, request, *args, **kwargs):
         saved = self.get_object()
@@ -682,10 +641,10 @@ class ComparisonViewSet(
     list=extend_schema(summary="Your API tokens (secrets are never shown again)"),
     create=extend_schema(
         summary="Create a token; the key is in the answer, once",
-        responses={201: s.ApiTokenCreatedSerializer, **_error_responses(400, 401)},
+        responses={201: s.ApiTokenCreatedSerializer, **error_responses(400, 401)},
     ),
     destroy=extend_schema(
-        summary="Revoke a token", responses={204: None, **_error_responses(401, 404)}
+        summary="Revoke a token", responses={204: None, **error_responses(401, 404)}
     ),
 )
 class ApiTokenViewSet(
@@ -727,7 +686,7 @@ class DumpView(generics.GenericAPIView):
         parameters=[OpenApiParameter("kind", OpenApiTypes.STR, enum=["csv", "jsonl"])],
         responses={
             (200, "application/gzip"): OpenApiTypes.BINARY,
-            **_error_responses(400, 404),
+            **error_responses(400, 404),
         },
     )
     def get(self, request):

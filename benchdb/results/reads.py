@@ -40,6 +40,7 @@ from benchdb.results.models import (
     Submission,
 )
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS, Role, Visibility
+from benchdb_agent import vocab as agent_vocab
 
 # Runs one comparison (page, API, saved link) may hold: charts and tables stay
 # readable, and a saved link always opens.
@@ -313,6 +314,52 @@ def similar(run: Run, test_id: str, metric: str, match) -> dict:
     """Where a run stands among listed, not suspect runs (LookupError if the
     run has no such test)."""
     return compare_mod.similar_systems(run, test_id, metric, match or ())
+
+
+def vocabularies() -> dict:
+    """What clients build filter menus and tag pickers from (the API's
+    /vocabularies/): every closed set, the tag rules, metrics and units."""
+    names = {
+        "role": agent_vocab.ROLE,
+        "platform": agent_vocab.PLATFORM,
+        "virtualization": agent_vocab.VIRTUALIZATION,
+        "cache_mode": agent_vocab.CACHE_MODE,
+        "aio_mode": agent_vocab.AIO_MODE,
+        "image_format": agent_vocab.IMAGE_FORMAT,
+        "storage_backend": agent_vocab.STORAGE_BACKEND,
+        "disk_bus": agent_vocab.DISK_BUS,
+        "disk_type": agent_vocab.DISK_TYPE,
+        "raid_level": agent_vocab.RAID_LEVEL,
+        "source": agent_vocab.SOURCE,
+        "visibility": agent_vocab.VISIBILITY,
+        "direction": agent_vocab.DIRECTION,
+        "tool": agent_vocab.TOOL,
+    }
+    return {
+        "vocabularies": {
+            name: [{"value": v, "label": label} for v, label in vocabulary]
+            for name, vocabulary in names.items()
+        },
+        "tags": {
+            key: None if allowed is None else list(agent_vocab.values(allowed))
+            for key, allowed in agent_vocab.TAG_VOCABULARIES.items()
+        },
+        "visibility": list(Visibility.values),
+        "metrics": compare_mod.MAIN_METRICS,
+        "group_by": list(compare_mod.GROUP_BY),
+        "similar_match": list(compare_mod.SIMILAR_MATCH),
+        "cache_mode_safety": {
+            mode: {"safety": safety, "explanation": text}
+            for mode, (safety, text) in agent_vocab.CACHE_MODE_SAFETY.items()
+        },
+        "units": {
+            "iops": "operations per second",
+            "bw_bytes": "bytes per second",
+            "*_ns": "nanoseconds",
+            "*_bytes": "bytes",
+            "*_s": "seconds",
+        },
+    }
 
 
 # Comparisons -----------------------------------------------------------------
