@@ -86,6 +86,9 @@ def seeded(db, fio, staff):
     derandomize=False,
 )
 def test_the_api_keeps_its_schema_and_never_fails(case, seeded):
+    # identity: the WSGI transport hands schemathesis the body as sent, and
+    # GZipMiddleware would compress it for a client that accepts gzip.
     case.call_and_validate(
-        headers=seeded, checks=[not_a_server_error, response_schema_conformance]
+        headers={**seeded, "Accept-Encoding": "identity"},
+        checks=[not_a_server_error, response_schema_conformance],
     )
