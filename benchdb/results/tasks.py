@@ -228,8 +228,8 @@ def public_dump() -> str:
     count = 0
     columns = exports.EXPORT_COLUMNS
     with (
-        gzip.open(csv_tmp, "wt", newline="") as csv_out,
-        gzip.open(jsonl_tmp, "wt") as jsonl_out,
+        gzip.open(csv_tmp, "wt", newline="", compresslevel=6) as csv_out,
+        gzip.open(jsonl_tmp, "wt", compresslevel=6) as jsonl_out,
     ):
         # One pass over a server-side cursor: constant memory at any size.
         writer = csv.writer(csv_out)
