@@ -268,8 +268,15 @@ def cache_mode_groups(
         qs.order_by().values(*GROUP_KEY, "cache_mode", "id").query.sql_with_params()
     )
     key = ", ".join(GROUP_KEY)
-    # IS NOT DISTINCT FROM: a group's hardware may be NULL.
-    same_group = " AND ".join(f"runs.{c} IS NOT DISTINCT FROM p.{c}" for c in GROUP_KEY)
+    # Plain equalities, so PostgreSQL can hash-join the page's groups to the
+    # runs (IS NOT DISTINCT FROM cannot be hashed: a nested loop of every
+    # group against every run); only the hardware may be NULL.
+    same_group = " AND ".join(
+        f"COALESCE(runs.{c}, 0) = COALESCE(p.{c}, 0)"
+        if c == "hardware_id"
+        else f"runs.{c} = p.{c}"
+        for c in GROUP_KEY
+    )
     grouped = (
         f"SELECT {key}, count(DISTINCT cache_mode) AS modes, max(id) AS newest, "
         "array_agg(DISTINCT cache_mode) AS cache_modes "
