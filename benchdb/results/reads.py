@@ -41,6 +41,7 @@ from benchdb.results.models import (
 )
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS, Role, Visibility
 from benchdb_agent import vocab as agent_vocab
+from benchdb_agent.contract import text_problem
 
 # Runs one comparison (page, API, saved link) may hold: charts and tables stay
 # readable, and a saved link always opens.
@@ -399,17 +400,6 @@ def comparison(
     """``compare.build_comparison`` over runs the viewer may open."""
     runs, reference = compared_runs(run_ids, reference_id, user, owner_key)
     return runs, reference, compare_mod.build_comparison(runs, reference)
-
-
-def text_problem(value: str) -> str | None:
-    """Why PostgreSQL cannot store a string, or None: NUL or a lone surrogate."""
-    if "\x00" in value:
-        return "must not contain NUL (\\u0000)"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return "must not contain a lone surrogate (not valid Unicode)"
-    return None
 
 
 def _check_text(field: str, value: str, limit: int) -> str:
