@@ -16,7 +16,7 @@ from django import forms
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django_filters.fields import DateRangeWidget, IsoDateTimeField, RangeField
 
-from benchdb.results.models import Result, Run
+from benchdb.results.models import Result, Run, readable_q
 from benchdb.results.vocab import (
     AioMode,
     CacheMode,
@@ -173,8 +173,10 @@ class RunFilterSet(filters.FilterSet):
         label="Uploaded between (created_after, created_before)"
     )
     ran_at = DateTimeRangeFilter(label="Ran between (ran_at_after, ran_at_before)")
+    # Only a baseline the reader may open counts (the rule of the ``baseline``
+    # field, reads.shown_baseline): a private one stays unseen here too.
     has_baseline = filters.BooleanFilter(
-        field_name="baseline", lookup_expr="isnull", exclude=True, label="Has baseline"
+        method="has_shown_baseline", label="Has baseline"
     )
     suspect = filters.BooleanFilter()
     ordering = StableOrderingFilter(
@@ -185,6 +187,33 @@ class RunFilterSet(filters.FilterSet):
     class Meta:
         model = Run
         fields: list[str] = []
+
+    def __init__(
+        self,
+        data=None,
+        queryset=None,
+        *,
+        request=None,
+        prefix=None,
+        user=None,
+        owner_key: str | None = None,
+    ):
+        super().__init__(data, queryset, request=request, prefix=prefix)
+        # The reader: given, or the request's (the API's filter backend).
+        if user is None and request is not None:
+            user = getattr(request, "user", None)
+        if owner_key is None:
+            meta = getattr(request, "META", {}) if request is not None else {}
+            owner_key = meta.get("HTTP_X_OWNER_KEY", "").strip()
+        self.reader = (user, owner_key)
+
+    def has_shown_baseline(self, qs: QuerySet, name: str, value) -> QuerySet:
+        if value is None:
+            return qs
+        shown = Exists(
+            Run.objects.filter(readable_q(*self.reader), pk=OuterRef("baseline_id"))
+        )
+        return qs.filter(shown) if value else qs.exclude(shown)
 
     def has_test(self, qs: QuerySet, name: str, value: str) -> QuerySet:
         """EXISTS (a result of this test id): no join that repeats runs, so

@@ -178,18 +178,25 @@ class FilterError(ValueError):
         self.errors = filterset.errors
 
 
-def browse(params, user=None, *, mine: bool = False) -> RunFilterSet:
+def browse(
+    params, user=None, *, mine: bool = False, owner_key: str = ""
+) -> RunFilterSet:
     """The filtered run list (``RunFilterSet`` over ``run_list``): ``.qs``.
 
-    FilterError when the parameters do not validate.
+    ``user`` / ``owner_key`` are the reader (``has_baseline`` counts only
+    baselines they may open).  FilterError when the parameters do not validate.
     """
-    filterset = RunFilterSet(params, queryset=run_list(user, mine=mine))
+    filterset = RunFilterSet(
+        params, queryset=run_list(user, mine=mine), user=user, owner_key=owner_key
+    )
     if not filterset.is_valid():
         raise FilterError(filterset)
     return filterset
 
 
-def facet_counts(params, filtered: QuerySet | None = None) -> list[dict]:
+def facet_counts(
+    params, filtered: QuerySet | None = None, user=None, owner_key: str = ""
+) -> list[dict]:
     """Per facet, its values among listed runs with counts, for the browse menu.
 
     Each facet counts as if its own filter were off, so its other values stay
@@ -198,7 +205,7 @@ def facet_counts(params, filtered: QuerySet | None = None) -> list[dict]:
     """
     base = Run.objects.listed()
     if filtered is None:
-        filtered = browse(params).qs
+        filtered = browse(params, user, owner_key=owner_key).qs
     all_facets = {**FACETS, **HARDWARE_FACETS}
     chosen = {}
     for name in all_facets:
@@ -206,7 +213,9 @@ def facet_counts(params, filtered: QuerySet | None = None) -> list[dict]:
             others = params.copy()
             others.pop(name, None)
             others.pop("page", None)
-            chosen[name] = RunFilterSet(others, queryset=base).qs
+            chosen[name] = RunFilterSet(
+                others, queryset=base, user=user, owner_key=owner_key
+            ).qs
     # One GROUPING SETS query for every facet not chosen, one per chosen facet
     # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
     counts = summaries.facet_counts(base, filtered, chosen)

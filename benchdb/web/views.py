@@ -55,7 +55,7 @@ def run_list(request):
     if by_headline:
         params.pop("ordering")  # not a column: sorted here, below
     try:
-        filterset = reads.browse(params)
+        filterset = reads.browse(params, request.user)
     except reads.FilterError as exc:
         return render(
             request,
@@ -78,7 +78,7 @@ def run_list(request):
     present.label_host_platforms([r for r in page if r.role == "host"])
     query = request.GET.copy()
     query.pop("page", None)
-    facets = reads.facet_counts(params, filterset.qs)
+    facets = reads.facet_counts(params, filterset.qs, request.user)
     return render(
         request,
         "web/runs.html",
@@ -279,7 +279,7 @@ def run_export(request):
     """The browse page's filters as a CSV (or JSON) export, a page at a time:
     the same rows and columns as /api/v1/runs/export/."""
     try:
-        filterset = reads.browse(request.GET)
+        filterset = reads.browse(request.GET, request.user)
     except reads.FilterError as exc:
         return _bad_request_text(
             "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.errors.items())

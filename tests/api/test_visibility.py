@@ -258,3 +258,34 @@ def _env(cpu: str, disk: str) -> dict:
             "model": disk,
         },
     }
+
+
+@pytest.mark.parametrize("who", WHO)
+@pytest.mark.parametrize("visibility", VISIBILITIES)
+def test_has_baseline_counts_only_a_baseline_the_reader_may_open(
+    pair, people, who, visibility
+):
+    guest, host = pair(visibility)
+    user = people[who]
+    api, page = clients_for(user)
+    may_open = visibility in MAY_OPEN[who]
+
+    def api_ids(query: str) -> set[int]:
+        response = api.get(f"/api/v1/runs/?{query}")
+        assert response.status_code == 200, response.content
+        return {r["id"] for r in response.json()["results"]}
+
+    # The filter agrees with the baseline field the same reader is shown.
+    assert (guest.pk in api_ids("has_baseline=true")) == may_open
+    assert (guest.pk in api_ids("has_baseline=false")) == (not may_open)
+    listed = {
+        r["id"]: r["baseline"] for r in api.get("/api/v1/runs/").json()["results"]
+    }
+    assert (listed[guest.pk] is not None) == may_open
+    for value, expected in (("true", may_open), ("false", not may_open)):
+        html = page.get(f"/runs/?has_baseline={value}").content.decode()
+        assert bool(run_link(guest.pk).search(html)) == expected
+        assert (
+            reads.browse({"has_baseline": value}, user).qs.filter(pk=guest.pk).exists()
+            == expected
+        )
