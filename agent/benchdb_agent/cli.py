@@ -339,11 +339,28 @@ def _emit(doc: dict, args) -> int:
     return code
 
 
+def _keep_key(bundle_id: str, server: str, args, key, status_url=None) -> None:
+    """Say an anonymous upload's owner key (the server shows it once) and keep
+    it in the spool folder's owner-keys/."""
+    if not key:
+        return
+    where = ""
+    try:
+        path = upload_mod.keep_owner_key(
+            upload_mod.spool_dir(args.spool_dir), bundle_id, server, key, status_url
+        )
+        where = f" (kept in {path})"
+    except OSError as exc:
+        where = f" (could not keep it: {exc}: write it down)"
+    log(f"keep this owner key to claim, edit or delete the run later: {key}{where}")
+
+
 def _upload_one(body: bytes, bundle_id: str, server: str, args, kept=None) -> int:
     try:
         answer = upload_mod.send(server, body, args.token, log=log)
     except upload_mod.UploadError as exc:
         where = f"; the bundle stays in {kept}" if kept else ""
+        _keep_key(bundle_id, server, args, exc.owner_key)
         if exc.final:
             log(f"the server refused the bundle: {exc}{where}")
             return EXIT_FAILED
@@ -355,18 +372,26 @@ def _upload_one(body: bytes, bundle_id: str, server: str, args, kept=None) -> in
             f"`benchdb-agent upload --pending`{where}"
         )
         return EXIT_SPOOLED
-    if answer.get("owner_key"):
-        log(
-            "keep this owner key to claim, edit or delete the run later: "
-            + answer["owner_key"]
+    key = answer.get("owner_key")
+    if key:
+        _keep_key(bundle_id, server, args, key, answer.get("status_url"))
+    else:
+        # A resend (200) does not show the key again: the one kept, if any.
+        key = upload_mod.kept_owner_key(
+            upload_mod.spool_dir(args.spool_dir), bundle_id, server
         )
+        if key:
+            log(f"this run's owner key was kept before: {key}")
     status_url = answer.get("status_url")
     if not status_url:
         log(f"sent to {server}, but its answer has no status URL: {answer}")
         return 0
-    log(f"sent to {server}: {json.dumps(answer)}; following its status")
+    shown = {k: v for k, v in answer.items() if k != "owner_key"}
+    log(f"sent to {server}: {json.dumps(shown)}; following its status")
     wait = getattr(args, "wait", upload_mod.DEFAULT_WAIT)
-    final = upload_mod.follow(server, status_url, args.token, timeout=wait)
+    final = upload_mod.follow(
+        server, status_url, args.token, timeout=wait, owner_key=key
+    )
     state = final.get("status")
     if state == "done":
         log(f"ingested: {upload_mod.run_page(server, final)}")

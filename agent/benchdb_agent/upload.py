@@ -7,6 +7,12 @@ answer is final (the bundle itself is wrong) and is not retried; a busy
 server (503/429 with Retry-After) is not hammered: the bundle is spooled.
 Only 202 (accepted) and 200 (already received) count as sent; the status URL
 is then followed until the run is ingested, to give its address.
+
+An anonymous upload's owner key is in the server's answer only once: on the
+first 202, or on a 503 (stored, not yet queued), whose resend then answers
+without it.  It is carried across retries and kept in
+``<spool>/owner-keys/<bundle_id>.json`` (mode 0600), never deleted by the
+agent, so the run can be claimed, edited or deleted later.
 """
 
 from __future__ import annotations
@@ -29,10 +35,27 @@ MAX_INLINE_WAIT = 30.0
 
 
 class UploadError(RuntimeError):
-    def __init__(self, message: str, final: bool, retry_after: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        final: bool,
+        retry_after: float | None = None,
+        owner_key: str | None = None,
+    ):
         super().__init__(message)
         self.final = final
         self.retry_after = retry_after
+        # A 503 stores the bundle and shows an anonymous owner key only then.
+        self.owner_key = owner_key
+
+
+def _owner_key(text: str) -> str | None:
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return None
+    key = answer.get("owner_key") if isinstance(answer, dict) else None
+    return key if isinstance(key, str) and key else None
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -85,7 +108,8 @@ def post(server: str, body: bytes, token: str | None, timeout: float = 60) -> di
             status = resp.status
             text = resp.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace")[:2000] if exc.fp else exc.msg
+        text = exc.read().decode("utf-8", "replace") if exc.fp else ""
+        detail = text[:2000] if exc.fp else exc.msg
         if 300 <= exc.code < 400:
             raise UploadError(
                 f"{url}: HTTP {exc.code} {exc.msg}: give the server's own address",
@@ -96,6 +120,7 @@ def post(server: str, body: bytes, token: str | None, timeout: float = 60) -> di
             f"{url}: HTTP {exc.code}: {detail}",
             final=final,
             retry_after=_retry_after(exc.headers.get("Retry-After")),
+            owner_key=_owner_key(text),
         ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -122,11 +147,17 @@ def send(
 ) -> dict:
     """POST with retries and exponential backoff on transient failures.  A
     server that asks for more than MAX_INLINE_WAIT s (Retry-After) is not
-    waited for: the error goes up and the caller spools the bundle."""
+    waited for: the error goes up and the caller spools the bundle.
+
+    An owner key shown by any attempt (a 503 that stored the bundle) is kept:
+    in the answer returned, or in the error raised."""
+    key = None
     for attempt in range(1, attempts + 1):
         try:
-            return post(server, body, token)
+            answer = post(server, body, token)
         except UploadError as exc:
+            key = exc.owner_key or key
+            exc.owner_key = key
             if exc.final or attempt == attempts:
                 raise
             if exc.retry_after is not None and exc.retry_after > MAX_INLINE_WAIT:
@@ -134,6 +165,7 @@ def send(
                     f"{exc} (the server asks to retry after {exc.retry_after:.0f} s)",
                     final=False,
                     retry_after=exc.retry_after,
+                    owner_key=key,
                 ) from None
             delay = backoff * 2 ** (attempt - 1)
             if exc.retry_after is not None:
@@ -141,6 +173,10 @@ def send(
             if log:
                 log(f"{exc}; retrying in {delay:.0f} s ({attempt}/{attempts})")
             time.sleep(delay)
+            continue
+        if key and not answer.get("owner_key"):
+            answer["owner_key"] = key
+        return answer
     raise AssertionError("unreachable")
 
 
@@ -157,16 +193,24 @@ def run_page(server: str, status: dict) -> str:
 
 
 def follow(
-    server: str, status_url: str, token: str | None, timeout: float = DEFAULT_WAIT
+    server: str,
+    status_url: str,
+    token: str | None,
+    timeout: float = DEFAULT_WAIT,
+    owner_key: str | None = None,
 ) -> dict:
     """Poll the status URL until the submission is done or failed, or until
-    ``timeout`` seconds pass; return the last status seen ({} if none)."""
+    ``timeout`` seconds pass; return the last status seen ({} if none).  The
+    owner key lets the server show a private anonymous run's address."""
     url = absolute(server, status_url)
     deadline = time.monotonic() + timeout
     last = {}
     delay = 0.5
+    headers = _headers(token)
+    if owner_key:
+        headers["X-Owner-Key"] = owner_key
     while True:
-        request = urllib.request.Request(url, headers=_headers(token))
+        request = urllib.request.Request(url, headers=headers)
         try:
             with _OPENER.open(request, timeout=30) as resp:
                 last = json.loads(resp.read().decode("utf-8") or "{}")
@@ -191,3 +235,51 @@ def spool(body: bytes, bundle_id: str, server: str, directory: Path) -> Path:
 
 def pending(directory: Path) -> list:
     return sorted(p for p in directory.glob("*.json") if not p.name.startswith("."))
+
+
+def _key_file(directory: Path, bundle_id: str) -> Path:
+    return directory / "owner-keys" / f"{bundle_id}.json"
+
+
+def kept_owner_key(directory: Path, bundle_id: str, server: str) -> str | None:
+    """The owner key kept for this bundle on this server, if any."""
+    try:
+        keys = json.loads(_key_file(directory, bundle_id).read_text())
+    except (OSError, ValueError):
+        return None
+    entry = keys.get("servers", {}).get(server.rstrip("/")) if keys else None
+    return entry.get("owner_key") if isinstance(entry, dict) else None
+
+
+def keep_owner_key(
+    directory: Path,
+    bundle_id: str,
+    server: str,
+    owner_key: str,
+    status_url: str | None = None,
+) -> Path:
+    """Keep an anonymous upload's owner key, per server, readable by the
+    user only; written atomically (a temporary file renamed over it)."""
+    path = _key_file(directory, bundle_id)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    try:
+        keys = json.loads(path.read_text())
+    except (OSError, ValueError):
+        keys = {}
+    if not isinstance(keys, dict) or not isinstance(keys.get("servers"), dict):
+        keys = {"bundle_id": bundle_id, "servers": {}}
+    keys["servers"][server.rstrip("/")] = {
+        "owner_key": owner_key,
+        "status_url": absolute(server, status_url) if status_url else None,
+        "kept_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(keys, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(str(tmp), 0o600)
+    os.replace(tmp, path)
+    return path

@@ -26,8 +26,10 @@ def agent(*args, **kw):
 class Server:
     """A tiny HTTP server on 127.0.0.1 answering with the statuses it is given."""
 
-    def __init__(self, statuses, headers=None, ingest=("done",)):
+    def __init__(self, statuses, headers=None, ingest=("done",), payloads=None):
         self.statuses = list(statuses)
+        self.payloads = list(payloads or [])
+        self.polls = []
         self.headers = dict(headers or {})
         self.ingest = list(ingest)
         self.received = []
@@ -42,6 +44,8 @@ class Server:
                 payload = {"id": 1, "status_url": "/api/v1/submissions/1/"}
                 if status >= 400:
                     payload = {"errors": [{"pointer": "/tests", "message": "no"}]}
+                if outer.payloads:
+                    payload = outer.payloads.pop(0)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 if status >= 400:
@@ -54,6 +58,7 @@ class Server:
 
             def do_GET(self):
                 outer.polled += 1
+                outer.polls.append(dict(self.headers))
                 state = (
                     outer.ingest.pop(0) if len(outer.ingest) > 1 else outer.ingest[0]
                 )
@@ -208,6 +213,85 @@ def test_a_busy_server_with_retry_after_spools_at_once(imported, tmp_path):
     assert "retry after 120 s" in proc.stderr and "spooled in" in proc.stderr
     (kept,) = spool.glob("*.json")
     assert json.loads(kept.read_text()) == json.loads(imported.read_text())
+
+
+STORED = {"id": 1, "status": "queued", "status_url": "/api/v1/submissions/1/"}
+NOT_QUEUED = dict(
+    STORED,
+    owner_key="bdo_secret503",
+    errors=[{"pointer": None, "message": "later", "code": "queue_unavailable"}],
+)
+
+
+def _keys(spool, doc_path):
+    bundle_id = json.loads(doc_path.read_text())["bundle_id"]
+    path = spool / "owner-keys" / f"{bundle_id}.json"
+    return path, json.loads(path.read_text())
+
+
+def test_the_owner_key_of_a_503_is_kept_with_the_spooled_bundle(imported, tmp_path):
+    spool = tmp_path / "spool"
+    server = Server(
+        [503, 200], headers={"Retry-After": "120"}, payloads=[NOT_QUEUED, STORED]
+    )
+    try:
+        proc = agent(
+            "upload", str(imported), "--server", server.url, "--spool-dir", str(spool)
+        )
+        assert proc.returncode == 5, proc.stderr
+        assert "owner key to claim, edit or delete the run later: bdo_secret503" in (
+            proc.stderr
+        )
+        path, keys = _keys(spool, imported)
+        assert path.stat().st_mode & 0o777 == 0o600
+        assert keys["servers"][server.url]["owner_key"] == "bdo_secret503"
+        # The resend is answered 200 without the key (shown once): the kept
+        # key is said again and sent while following the status.
+        proc = agent("upload", "--pending", "--spool-dir", str(spool))
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "owner key was kept before: bdo_secret503" in proc.stderr
+    assert server.polls[0]["X-Owner-Key"] == "bdo_secret503"
+    assert list(spool.glob("*.json")) == []
+    assert _keys(spool, imported)[0].exists()  # the key outlives the spool
+
+
+def test_the_owner_key_of_a_503_survives_the_inline_retry(imported, tmp_path):
+    spool = tmp_path / "spool"
+    server = Server(
+        [503, 200], headers={"Retry-After": "0"}, payloads=[NOT_QUEUED, STORED]
+    )
+    try:
+        proc = agent(
+            "upload", str(imported), "--server", server.url, "--spool-dir", str(spool)
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    assert len(server.received) == 2
+    assert "run later: bdo_secret503" in proc.stderr
+    assert _keys(spool, imported)[1]["servers"][server.url]["owner_key"] == (
+        "bdo_secret503"
+    )
+    assert server.polls[0]["X-Owner-Key"] == "bdo_secret503"
+
+
+def test_the_owner_key_of_a_202_is_kept(imported, tmp_path):
+    spool = tmp_path / "spool"
+    server = Server([202], payloads=[dict(STORED, owner_key="bdo_secret202")])
+    try:
+        proc = agent(
+            "upload", str(imported), "--server", server.url, "--spool-dir", str(spool)
+        )
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    entry = _keys(spool, imported)[1]["servers"][server.url]
+    assert entry["owner_key"] == "bdo_secret202"
+    assert entry["status_url"] == server.url + "/api/v1/submissions/1/"
+    assert "bdo_secret202 (kept in" in proc.stderr
+    assert "bdo_secret202" not in proc.stderr.split("sent to", 1)[1]
 
 
 def test_only_202_or_200_count_as_sent(imported, tmp_path):
