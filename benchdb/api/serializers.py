@@ -232,10 +232,17 @@ class RunListSerializer(serializers.ModelSerializer):
 
 class StatSerializer(serializers.Serializer):
     n = serializers.IntegerField()
-    mean = serializers.FloatField(allow_null=True)
+    mean = serializers.FloatField(
+        allow_null=True,
+        help_text="Arithmetic mean of the repeats; the interval is not its own.",
+    )
     stdev = serializers.FloatField(allow_null=True)
-    ci95_low = serializers.FloatField(allow_null=True)
-    ci95_high = serializers.FloatField(allow_null=True)
+    ci95_low = serializers.FloatField(
+        allow_null=True, help_text="95% interval of gmean (log scale), 3+ repeats."
+    )
+    ci95_high = serializers.FloatField(
+        allow_null=True, help_text="95% interval of gmean (log scale), 3+ repeats."
+    )
     cv = serializers.FloatField(allow_null=True)
     min = serializers.FloatField(allow_null=True)
     max = serializers.FloatField(allow_null=True)
@@ -464,10 +471,17 @@ class CompareQuerySerializer(serializers.Serializer):
 class CompareEntrySerializer(serializers.Serializer):
     run = serializers.IntegerField()
     n = serializers.IntegerField()
-    mean = serializers.FloatField(allow_null=True)
+    mean = serializers.FloatField(
+        allow_null=True,
+        help_text="Arithmetic mean of the repeats; the interval is not its own.",
+    )
     stdev = serializers.FloatField(allow_null=True)
-    ci95_low = serializers.FloatField(allow_null=True)
-    ci95_high = serializers.FloatField(allow_null=True)
+    ci95_low = serializers.FloatField(
+        allow_null=True, help_text="95% interval of gmean (log scale), 3+ repeats."
+    )
+    ci95_high = serializers.FloatField(
+        allow_null=True, help_text="95% interval of gmean (log scale), 3+ repeats."
+    )
     values = serializers.ListField(child=serializers.FloatField())
     delta_percent = serializers.FloatField(allow_null=True)
     p_value = serializers.FloatField(allow_null=True)
@@ -477,7 +491,10 @@ class CompareEntrySerializer(serializers.Serializer):
     )
     better = serializers.BooleanField(allow_null=True)
     # Statistics (results.stats): see its module docstring.
-    gmean = serializers.FloatField(allow_null=True)
+    gmean = serializers.FloatField(
+        allow_null=True,
+        help_text="Geometric mean: the centre of the interval, the figure pages plot.",
+    )
     min = serializers.FloatField(allow_null=True)
     max = serializers.FloatField(allow_null=True)
     note = serializers.CharField(allow_null=True)

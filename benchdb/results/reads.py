@@ -521,12 +521,15 @@ FALLBACK_METRICS = ("iops", "bw_bytes", "lat_mean_ns", "runtime_s")
 
 
 def mean_of(result: Result, metric: str | None) -> float | None:
-    """The mean of ``metric`` in the result's main direction, if stored."""
+    """``metric`` in the result's main direction, if stored: the geometric
+    mean (the centre of the overhead's interval), else the arithmetic one."""
     if not metric:
         return None
     direction = (result.stats or {}).get("main_direction")
     summary = ((result.stats or {}).get("directions") or {}).get(direction) or {}
-    return (summary.get(metric) or {}).get("mean")
+    figure = summary.get(metric) or {}
+    gmean = figure.get("gmean")
+    return gmean if gmean is not None else figure.get("mean")
 
 
 OVERHEAD_PAGE_GUESTS = 10
@@ -614,6 +617,9 @@ def overhead_rows(guests: list[Run] | None = None) -> list[dict]:
         row["interval"] = stats.overhead(
             g, h, compare_mod.higher_is_better(row["metric"])
         )
+        if row["interval"]["percent"] is not None:
+            # The figure its interval belongs to: the ratio of geometric means.
+            row["overhead"] = row["interval"]["percent"]
     return rows
 
 

@@ -12,7 +12,10 @@ Choices, and why:
   and turned back with ``exp`` is an interval for the geometric mean that is
   always positive and asymmetric the way the data are.  The centre of the
   interval is the geometric mean (``gmean``); ``mean`` stays the arithmetic
-  mean, the figure people recompute from the raw outputs.
+  mean, the figure people recompute from the raw outputs.  A figure and its
+  whisker must be about the same quantity, so pages plot and headline
+  ``gmean`` (the arithmetic mean only where a repeat measured zero and there
+  is no interval at all); the arithmetic mean has no interval of its own.
 - **No interval below three repeats.**  With n = 2 the t quantile is 12.7
   and the "interval" says nothing; n = 1 has no spread at all.  Below
   ``MIN_REPEATS`` a summary gives min–max and ``NOT_ENOUGH`` instead.
@@ -73,8 +76,11 @@ _BOOTSTRAP_CHUNK = 2_000_000
 NOT_ENOUGH = "not enough repeats to estimate noise"
 # One line a page shows under an interval.
 INTERVAL_EXPLANATION = (
-    "95% intervals are for the geometric mean, computed on the log scale, so "
-    "they never go below zero; fewer than 3 repeats give min–max only."
+    "Figures, bars and points are the geometric mean of the repeats, and the "
+    "95% interval is that geometric mean's, computed on the log scale, so it "
+    "never goes below zero (the API's gmean with ci95_low–ci95_high; its mean "
+    "is the arithmetic mean, which has no interval here); fewer than 3 repeats "
+    "give min–max only."
 )
 VERDICT_EXPLANATION = (
     "Each run is compared with the reference: ratio of geometric means with a "

@@ -169,6 +169,16 @@ def mark(entry: dict, is_reference: bool) -> str:
     return ""
 
 
+def centre(entry: dict) -> float | None:
+    """The figure a bar, a point or a headline shows: the geometric mean, the
+    centre of the 95% interval drawn with it (``stats.summarize``), so a value
+    and its whisker are about the same quantity.  The arithmetic mean only
+    where there is no geometric mean (a repeat measured zero), and then
+    there is no interval either."""
+    g = entry.get("gmean")
+    return g if g is not None else entry.get("mean")
+
+
 def _interval(entry: dict) -> tuple:
     low, high = entry.get("ci95_low"), entry.get("ci95_high")
     if low is None or high is None:
@@ -268,7 +278,7 @@ def _row(test: dict, m: dict, e: dict, label: str, is_reference: bool) -> dict:
         "mark": "" if the_mark == "reference" else the_mark,
         "cells": {
             "metric": metric_words(metric),
-            "mean": human(e.get("mean"), metric),
+            "mean": _centre_text(e, metric),
             "interval": interval,
             "delta": delta,
             "verdict": verdict,
@@ -276,6 +286,13 @@ def _row(test: dict, m: dict, e: dict, label: str, is_reference: bool) -> dict:
         },
         "css": "verdict-" + (e.get("verdict") or "reference").replace(" ", "-"),
     }
+
+
+def _centre_text(e: dict, metric: str) -> str:
+    """The table's figure: the geometric mean, or the arithmetic one said so."""
+    if e.get("gmean") is None and e.get("mean") is not None:
+        return f"{human(e['mean'], metric)} (arithmetic mean)"
+    return human(centre(e), metric)
 
 
 def _chosen(test: dict) -> dict | None:
@@ -299,9 +316,9 @@ def _bar_charts(tests, labels, run_ids, reference) -> list[dict]:
             values, lows, highs, marks = [], [], [], []
             for _test, m in pairs:
                 e = next((e for e in m["runs"] if e["run"] == rid), {})
-                mean = e.get("mean")
+                value = centre(e)
                 low, high = _interval(e)
-                values.append(None if mean is None else mean / scale)
+                values.append(None if value is None else value / scale)
                 lows.append(None if low is None else low / scale)
                 highs.append(None if high is None else high / scale)
                 marks.append(mark(e, rid == reference) if e else "")
@@ -350,13 +367,13 @@ def _sweep_charts(tests, labels, run_ids) -> list[dict]:
                         (m for m in test["metrics"] if m["metric"] == metric), None
                     )
                     e = m and next((e for e in m["runs"] if e["run"] == rid), None)
-                    if not e or e.get("mean") is None:
+                    if not e or centre(e) is None:
                         continue
                     low, high = _interval(e)
                     points.append(
                         {
                             "x": depth,
-                            "y": e["mean"] / scale,
+                            "y": centre(e) / scale,
                             "low": None if low is None else low / scale,
                             "high": None if high is None else high / scale,
                         }
@@ -438,9 +455,9 @@ def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:
 def _run_dataset(label: str, summaries: list[dict], scale: float) -> dict:
     values, lows, highs = [], [], []
     for summary in summaries:
-        mean = summary.get("mean")
+        value = centre(summary)
         low, high = _interval(summary)
-        values.append(None if mean is None else mean / scale)
+        values.append(None if value is None else value / scale)
         lows.append(None if low is None else low / scale)
         highs.append(None if high is None else high / scale)
     return {
@@ -473,7 +490,8 @@ def headlines(rows: list[dict]) -> list[dict]:
             {
                 "label": label,
                 "metric": metric,
-                "mean": row["summary"].get("mean"),
+                "mean": centre(row["summary"]),
+                "arithmetic": row["summary"].get("gmean") is None,
                 "n": row["summary"].get("n"),
                 "overhead": row["overhead"],
             }
@@ -505,19 +523,28 @@ def with_headlines(qs):
         )
 
     listed = Run.objects.listed().filter(pk=OuterRef(OuterRef("baseline_id")))
-    host = Subquery(
-        Result.objects.filter(
-            run=OuterRef("baseline_id"), test_id=BROWSE_HEADLINES["rand4k_iops"][0]
+
+    def host(column: str):
+        return Subquery(
+            Result.objects.filter(
+                run=OuterRef("baseline_id"),
+                test_id=BROWSE_HEADLINES["rand4k_iops"][0],
+            )
+            .filter(run__in=listed.values("pk"))
+            .order_by("id")
+            .values(column)[:1]
         )
-        .filter(run__in=listed.values("pk"))
-        .order_by("id")
-        .values("iops_mean")[:1]
-    )
+
     annotations = {
         name: figure("pk", test_id, column)
         for name, (test_id, column) in BROWSE_HEADLINES.items()
     }
-    return qs.annotate(**annotations, host_rand4k_iops=host)
+    return qs.annotate(
+        **annotations,
+        rand4k_result_id=figure("pk", BROWSE_HEADLINES["rand4k_iops"][0], "id"),
+        host_rand4k_iops=host("iops_mean"),
+        host_rand4k_result_id=host("id"),
+    )
 
 
 def order_by_headline(qs, ordering: str):
@@ -534,11 +561,61 @@ def order_by_headline(qs, ordering: str):
     return qs.order_by(expr, "-id")
 
 
-def overhead_percent(guest, host) -> float | None:
-    """Guest ÷ host − 1 in percent, for a list column; None without both."""
-    if guest is None or not host:
-        return None
-    return (guest / host - 1) * 100
+def browse_overheads(runs) -> None:
+    """``run.rand4k_overhead`` for the list's "4K read vs host" column: the
+    guest ÷ host ratio of geometric means with its 95% interval
+    (``stats.overhead``, as on the run page), or None without a listed host
+    baseline's figure.  Two queries for the whole page."""
+    from benchdb.results import compare
+    from benchdb.results.models import Result
+
+    runs = list(runs)
+    paired = [
+        r
+        for r in runs
+        if getattr(r, "rand4k_result_id", None)
+        and getattr(r, "host_rand4k_result_id", None)
+    ]
+    directions = dict(
+        Result.objects.filter(pk__in=[r.rand4k_result_id for r in paired]).values_list(
+            "pk", "stats__main_direction"
+        )
+    )
+    answers = (
+        compare.pair_overheads(
+            [
+                (
+                    r.rand4k_result_id,
+                    r.host_rand4k_result_id,
+                    directions.get(r.rand4k_result_id),
+                    "iops",
+                )
+                for r in paired
+            ]
+        )
+        if paired
+        else []
+    )
+    by_run = {r.pk: a for r, a in zip(paired, answers, strict=True)}
+    for run in runs:
+        run.rand4k_overhead = by_run.get(run.pk)
+        run.rand4k_overhead_text = overhead_cell(run.rand4k_overhead)
+
+
+def overhead_cell(overhead: dict | None) -> str:
+    """The list column's text: "−38.0% (−42.1…−33.6%)", or "n/a" and why
+    when there is no interval (fewer than 3 repeats on a side), never a bare
+    figure that looks certain."""
+    if not overhead or overhead.get("ratio") is None:
+        return "—"
+    if overhead.get("low") is None:
+        return f"n/a ({NOT_ENOUGH_SHORT})"
+    low = (overhead["low"] - 1) * 100
+    high = (overhead["high"] - 1) * 100
+    return f"{overhead['percent']:+.1f}% ({low:+.1f}…{high:+.1f}%)"
+
+
+NOT_ENOUGH_SHORT = "fewer than 3 repeats: no interval"
 
 
 FACET_WORDS = {

@@ -71,10 +71,7 @@ def run_list(request):
     if by_headline:
         qs = present.order_by_headline(qs, ordering)
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
-    for run in page:
-        run.rand4k_overhead = present.overhead_percent(
-            run.rand4k_iops, run.host_rand4k_iops
-        )
+    present.browse_overheads(page)
     present.label_host_platforms([r for r in page if r.role == "host"])
     query = request.GET.copy()
     query.pop("page", None)
