@@ -14,11 +14,25 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from benchdb.results.reads import RunHidden
+
 
 class PayloadTooLarge(exceptions.APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request body is too large."
     default_code = "too_large"
+
+
+class Gone(exceptions.APIException):
+    """A run the moderators hid (``reads.RunHidden``): 410 with the reason,
+    as the page answers."""
+
+    status_code = status.HTTP_410_GONE
+    default_code = "hidden"
+
+    def __init__(self, reason: str):
+        super().__init__(f"This run was hidden by the moderators: {reason}")
+        self.reason = reason
 
 
 class BundleInvalid(exceptions.APIException):
@@ -62,6 +76,8 @@ def flatten(detail, pointer: str = "") -> list[dict]:
 
 def handler(exc, context):
     """DRF's EXCEPTION_HANDLER: the uniform error body, the usual statuses."""
+    if isinstance(exc, RunHidden):
+        exc = Gone(exc.reason)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -87,5 +103,8 @@ def handler(exc, context):
                 "code": getattr(exc.detail, "code", exc.default_code),
             }
         ]
+    body = {"errors": errors}
+    if isinstance(exc, Gone):
+        body["hidden_reason"] = exc.reason
     set_rollback()
-    return Response({"errors": errors}, status=exc.status_code, headers=headers)
+    return Response(body, status=exc.status_code, headers=headers)

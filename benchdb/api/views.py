@@ -267,10 +267,12 @@ EXPORT_PARAM = OpenApiParameter(
     ),
     retrieve=extend_schema(
         summary="A run with every test's statistics and repeats",
-        description="Hidden runs remain readable here, with the reason; "
-        "overhead is the guest figure divided by its host baseline's.",
+        description="A hidden run is shown with its reason to its owner and "
+        "staff; anyone else gets 410 Gone with the reason (`hidden_reason`), "
+        "as on its page. Overhead is the guest figure divided by its host "
+        "baseline's.",
         parameters=[OWNER_KEY_PARAM],
-        responses={200: s.RunDetailSerializer, **error_responses(404)},
+        responses={200: s.RunDetailSerializer, **error_responses(404, 410)},
     ),
     partial_update=extend_schema(
         summary="Edit a run's title, notes, visibility or tags (owner only)",
@@ -310,6 +312,12 @@ class RunViewSet(
         if self.action in ("retrieve", "partial_update"):
             qs = reads.with_tests(qs)
         return qs.order_by("-created", "-id")
+
+    def get_object(self):
+        run = super().get_object()
+        # A hidden run: its owner and staff only (reads.check_not_hidden,
+        # the pages' rule); RunHidden becomes 410 (api/exceptions.py).
+        return reads.check_not_hidden(run, self.request.user, owner_key(self.request))
 
     def get_serializer_class(self):
         if self.action == "retrieve":
@@ -395,7 +403,7 @@ class RunViewSet(
         "comparability key on the same disk type (and the same values of the "
         "match facets).",
         parameters=[s.SimilarQuerySerializer, OWNER_KEY_PARAM],
-        responses={200: s.SimilarSerializer, **error_responses(400, 404)},
+        responses={200: s.SimilarSerializer, **error_responses(400, 404, 410)},
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def similar(self, request, pk=None):

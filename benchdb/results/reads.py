@@ -68,6 +68,16 @@ class NotReadable(LookupError):
         self.run_ids = run_ids
 
 
+class RunHidden(LookupError):
+    """A run the moderators hid, asked for by someone who may not see it
+    hidden: pages and API both answer 410 Gone with the reason."""
+
+    def __init__(self, run: Run):
+        super().__init__(f"run {run.pk} was hidden by the moderators")
+        self.run = run
+        self.reason = run.hidden_reason
+
+
 # Runs ------------------------------------------------------------------------
 
 
@@ -88,6 +98,23 @@ def run_list(user=None, *, mine: bool = False) -> RunQuerySet:
     else:
         qs = Run.objects.listed()
     return qs.for_list().order_by("-created", "-id")
+
+
+def may_see_hidden(run: Run, user=None, owner_key: str = "") -> bool:
+    """Who may still open a hidden run (with its reason): its owner (the
+    account, or the holder of its owner key) and staff."""
+    if user is not None and user.is_authenticated:
+        if user.is_staff or run.owner_id == user.pk:
+            return True
+    return bool(owner_key) and run.check_owner_key(owner_key)
+
+
+def check_not_hidden(run: Run, user=None, owner_key: str = "") -> Run:
+    """The one rule for opening a hidden run by its id, for pages and API:
+    ``RunHidden`` unless the viewer ``may_see_hidden``."""
+    if run.hidden and not may_see_hidden(run, user, owner_key):
+        raise RunHidden(run)
+    return run
 
 
 def shown_baseline(run: Run, user=None, owner_key: str = "") -> Run | None:
@@ -112,7 +139,8 @@ def baseline_results(run: Run, user=None, owner_key: str = "") -> dict[str, Resu
 
 
 def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
-    """One run as the viewer may see it; Run.DoesNotExist otherwise.
+    """One run as the viewer may see it; Run.DoesNotExist otherwise, and
+    RunHidden for a hidden run the viewer may not see (``check_not_hidden``).
 
     The baseline of a run is blanked on the returned (unsaved) instance when
     the viewer may not open it, so no template or serializer can show it.
@@ -122,6 +150,7 @@ def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
             "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
         )
     ).get(pk=pk)
+    check_not_hidden(run, user, owner_key)
     return mask_baseline(run, user, owner_key)
 
 

@@ -98,10 +98,15 @@ def _readable_run(request, pk: int) -> Run:
         raise Http404("no such run") from None
 
 
+def _hidden(request, exc: reads.RunHidden):
+    return render(request, "web/run_hidden.html", {"run": exc.run}, status=410)
+
+
 def run_detail(request, pk: int):
-    run = _readable_run(request, pk)
-    if run.hidden and not (request.user.is_staff or run.owner_id == request.user.pk):
-        return render(request, "web/run_hidden.html", {"run": run}, status=410)
+    try:
+        run = _readable_run(request, pk)
+    except reads.RunHidden as exc:
+        return _hidden(request, exc)
     # Guest/host with its interval, per paired test (results.stats.overhead);
     # empty unless the viewer may open the baseline (reads.shown_baseline).
     baseline, overheads = reads.run_overheads(run, request.user)
@@ -160,7 +165,10 @@ def _first_metric(summary: dict) -> str | None:
 
 
 def raw_output(request, pk: int, result_id: int, repeat: int):
-    run = _readable_run(request, pk)
+    try:
+        run = _readable_run(request, pk)
+    except reads.RunHidden as exc:
+        return _hidden(request, exc)
     try:
         raw = reads.raw_output(run, result_id, repeat)
     except RawOutput.DoesNotExist:

@@ -191,9 +191,14 @@ def test_it_hides_a_run_from_lists_and_aggregates_but_says_why(runs, clients):
     assert response.status_code == 200
     assert clients["anonymous"].get("/api/v1/runs/").json()["results"] == []
     assert clients["anonymous"].get(agg_url).json()["overall"]["count"] == 0
-    detail = clients["anonymous"].get(f"/api/v1/runs/{run.pk}/").json()
-    assert detail["hidden"] is True
-    assert detail["hidden_reason"] == "numbers from a RAM disk"
+    # Anyone but its owner and staff: 410 with the reason, as on its page.
+    gone = clients["anonymous"].get(f"/api/v1/runs/{run.pk}/")
+    assert gone.status_code == 410
+    assert gone.json()["hidden_reason"] == "numbers from a RAM disk"
+    for who in ("owner", "staff"):
+        detail = clients[who].get(f"/api/v1/runs/{run.pk}/").json()
+        assert detail["hidden"] is True
+        assert detail["hidden_reason"] == "numbers from a RAM disk"
 
 
 def test_it_needs_a_reason_to_hide_or_flag(runs, clients):

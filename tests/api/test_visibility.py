@@ -289,3 +289,49 @@ def test_has_baseline_counts_only_a_baseline_the_reader_may_open(
             reads.browse({"has_baseline": value}, user).qs.filter(pk=guest.pk).exists()
             == expected
         )
+
+
+@pytest.mark.parametrize("who", WHO)
+@pytest.mark.parametrize("visibility", VISIBILITIES)
+def test_a_hidden_run_has_one_answer_in_the_api_and_on_its_page(
+    fio, alice, people, who, visibility
+):
+    run = store_bundle(make_bundle(fio), owner=alice, visibility=visibility)
+    run.moderate("hide", "numbers from a RAM disk")
+    user = people[who]
+    api, page = clients_for(user)
+    may_open = visibility in MAY_OPEN[who]
+    sees_hidden = who in ("owner", "staff")
+    expected = 404 if not may_open else (200 if sees_hidden else 410)
+
+    detail = api.get(f"/api/v1/runs/{run.pk}/")
+    html = page.get(f"/runs/{run.pk}/")
+    raw = page.get(f"/runs/{run.pk}/raw/{run.results.get().pk}/0/")
+    similar = api.get(
+        f"/api/v1/runs/{run.pk}/similar/?test_id={run.results.get().test_id}"
+    )
+    assert detail.status_code == html.status_code == expected
+    assert raw.status_code == similar.status_code == expected
+    if expected == 410:
+        # Both say why, the API as JSON.
+        assert detail.json()["hidden_reason"] == "numbers from a RAM disk"
+        assert detail.json()["errors"][0]["code"] == "hidden"
+        assert "numbers from a RAM disk" in html.content.decode()
+    if expected == 200:
+        assert detail.json()["hidden_reason"] == "numbers from a RAM disk"
+    assert reads.may_see_hidden(run, people["owner"])
+    assert not reads.may_see_hidden(run, people["other"])
+    assert not reads.may_see_hidden(run, None)
+
+
+def test_the_owner_key_opens_a_hidden_anonymous_run(fio):
+    from benchdb.results.models import hash_secret, new_secret
+
+    key = new_secret("bdo")
+    run = store_bundle(make_bundle(fio), owner_key_hash=hash_secret(key))
+    run.moderate("hide", "spam")
+    api = APIClient()
+    assert api.get(f"/api/v1/runs/{run.pk}/").status_code == 410
+    shown = api.get(f"/api/v1/runs/{run.pk}/", HTTP_X_OWNER_KEY=key)
+    assert shown.status_code == 200
+    assert shown.json()["hidden_reason"] == "spam"
