@@ -637,9 +637,8 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--qemu-pid", type=int, metavar="PID", help="a plain QEMU")
     v.add_argument(
         "--disk",
-        required=True,
         help="the disk: scsi0/virtio1 (Proxmox), target dev vdb (libvirt), "
-        "-drive id (QEMU)",
+        "-drive id (QEMU); required except with --restore",
     )
     v.add_argument("--connect", metavar="URI", help="libvirt URI (virsh -c)")
     v.add_argument("--qmp", metavar="SOCKET", help="QEMU's QMP socket (query-block)")
@@ -662,6 +661,19 @@ def build_parser() -> argparse.ArgumentParser:
         "restarts the VM per mode and restores it at the end",
     )
     v.add_argument("--yes", action="store_true", help="do not ask before a sweep")
+    v.add_argument(
+        "--restore",
+        action="store_true",
+        help="put back the original configuration a sweep saved (after an agent "
+        "was killed mid-sweep), restart the VM with it, remove the state file",
+    )
+    v.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default=os.environ.get("BENCHDB_AGENT_STATE_DIR"),
+        help="where a sweep saves the VM's original configuration "
+        f"(default {vm_mod.DEFAULT_STATE_DIR})",
+    )
     v.add_argument("--pair", help="pair id (default: generated)")
     v.add_argument("--out-dir", help="where the bundles are written (default .)")
     v.add_argument("--agent-timeout", type=_positive, default=300)

@@ -17,6 +17,12 @@ domain or QEMU pid, the disk by its id.  The agent
    QEMU restarted with the changed command line), restart the VM, wait for
    its guest agent, measure; all runs share a sweep id.  The original
    configuration is restored at the end, on failure and on Ctrl-C/SIGTERM.
+   Before anything is changed it is also saved in a state file,
+   ``<state dir>/vm-restore-<kind>-<id>.json`` (``--state-dir``, else
+   ``$BENCHDB_AGENT_STATE_DIR``, else ``/var/lib/benchdb-agent``), removed
+   after a successful restore; an agent killed mid-sweep (SIGKILL, power
+   loss) leaves it, ``vm ... --restore`` restores from it, and a new sweep
+   of that VM is refused until then.
 
 Without a guest agent it prints the command to run inside the guest instead,
 with the tags and the pair id filled in.
@@ -266,6 +272,57 @@ class QemuVm:
         self._load(pid)
         self.original = list(self.argv)
         self.qmp_arg, self.qga_arg = qmp, qga_socket
+        self.pids = [pid]
+
+    @classmethod
+    def from_state(cls, doc: dict, log=None):
+        """The VM as saved, for a restore when its QEMU is no longer running."""
+        self = cls.__new__(cls)
+        self.log = log or (lambda m: None)
+        self.proc = None
+        self.argv = list(doc["argv"])
+        self.cwd, self.env = doc["cwd"], dict(doc["env"])
+        self.pid = doc["pids"][-1]
+        self.pids = list(doc["pids"])
+        self.qmp_arg, self.qga_arg = doc.get("qmp"), doc.get("qga_socket")
+        self.apply_state(doc)
+        return self
+
+    @property
+    def state_name(self) -> str:
+        return str(self.pids[0])
+
+    def state(self, disk_id: str) -> dict:
+        """What restore needs (QEMU's environment too: it is restarted in it)."""
+        return {
+            "argv": self.original,
+            "cwd": self.cwd,
+            "env": self.env,
+            "pids": self.pids,
+            "qmp": self.qmp_arg,
+            "qga_socket": self.qga_arg,
+        }
+
+    def matches(self, doc: dict) -> bool:
+        """This process is the saved VM: a pid it had, or its command line with
+        only the swept drive's cache mode changed."""
+        if self.pid in doc.get("pids", []):
+            return True
+        if self.cwd != doc.get("cwd"):
+            return False
+        saved = doc.get("argv") or []
+        if self.argv == saved:
+            return True
+        try:
+            return any(
+                qemu_with_cache(saved, doc["disk"], m) == self.argv for m in CACHE_MODES
+            )
+        except (VmError, KeyError):
+            return False
+
+    def apply_state(self, doc: dict) -> None:
+        self.original = list(doc["argv"])
+        self.cwd, self.env = doc["cwd"], dict(doc["env"])
 
     def _load(self, pid: int) -> None:
         try:
@@ -390,7 +447,8 @@ class QemuVm:
         guest is down, so ending QEMU now loses nothing."""
         try:
             status = qmp_command(self.qmp_path(), "query-status", timeout=5)
-            if status.get("status") == "shutdown":
+            # prelaunch: started with -S and never run, no guest to lose.
+            if status.get("status") in ("shutdown", "prelaunch"):
                 qmp_command(self.qmp_path(), "quit", timeout=5)
         except (OSError, ValueError, VmError):
             pass  # QEMU is exiting, or its QMP is busy: the wait goes on
@@ -427,6 +485,7 @@ class QemuVm:
                     f"QEMU exited at once (rc {proc.returncode}); see {log.name}"
                 )
         self.proc, self.pid, self.argv = proc, pid, list(argv)
+        self.pids.append(pid)
         self.log(f"QEMU started again: pid {pid}")
 
 
@@ -503,6 +562,20 @@ class LibvirtVm:
 
     def guest(self):
         return qga.Guest(qga.VirshChannel(self.domain, self.connect, self.virsh))
+
+    @property
+    def state_name(self) -> str:
+        return self.domain
+
+    def state(self, disk_id: str) -> dict:
+        return {"domain": self.domain, "connect": self.connect, "xml": self.original}
+
+    def matches(self, doc: dict) -> bool:
+        return doc.get("domain") == self.domain and doc.get("connect") == self.connect
+
+    def apply_state(self, doc: dict) -> None:
+        self.original = doc["xml"]
+        self.changed = True
 
     def define_commands(self, xml_path: str) -> list:
         return [
@@ -624,6 +697,20 @@ class ProxmoxVm:
     def guest(self):
         return qga.QmGuest(self.vmid, self.qm)
 
+    @property
+    def state_name(self) -> str:
+        return self.vmid
+
+    def state(self, disk_id: str) -> dict:
+        return {"vmid": self.vmid, "config": self.original_config}
+
+    def matches(self, doc: dict) -> bool:
+        return doc.get("vmid") == self.vmid
+
+    def apply_state(self, doc: dict) -> None:
+        self.original_config = doc["config"]
+        self.changed = {doc["disk"]: True}
+
     def set_command(self, disk_id: str, spec: str) -> list:
         return [self.qm, "set", self.vmid, f"--{disk_id}", spec]
 
@@ -666,6 +753,133 @@ def open_vm(args, log):
     if args.proxmox:
         return ProxmoxVm(args.proxmox, log=log)
     raise VmError("name the VM: --proxmox VMID, --libvirt DOMAIN or --qemu-pid PID")
+
+
+# --- the original configuration, saved while a sweep changes it ----------------
+
+DEFAULT_STATE_DIR = "/var/lib/benchdb-agent"
+
+
+def state_dir(args) -> str:
+    return (
+        getattr(args, "state_dir", None)
+        or os.environ.get("BENCHDB_AGENT_STATE_DIR")
+        or DEFAULT_STATE_DIR
+    )
+
+
+def _state_files(directory: str, kind: str) -> list:
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        if name.startswith(f"vm-restore-{kind}-") and name.endswith(".json"):
+            path = os.path.join(directory, name)
+            try:
+                with open(path) as fh:
+                    found.append((path, json.load(fh)))
+            except (OSError, ValueError) as exc:
+                raise VmError(
+                    f"{path}: unreadable saved configuration: {exc}"
+                ) from None
+    return found
+
+
+def find_state(directory: str, machine) -> tuple:
+    """(path, saved) of this VM's saved configuration, or (None, None)."""
+    for path, doc in _state_files(directory, machine.kind):
+        if machine.matches(doc):
+            return path, doc
+    return None, None
+
+
+def save_state(directory: str, machine, disk_id: str) -> str:
+    """Save the VM's original configuration (atomically, mode 0600: a QEMU's
+    environment is in it) before a sweep changes anything."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", machine.state_name)
+    path = os.path.join(directory, f"vm-restore-{machine.kind}-{name}.json")
+    doc = dict(
+        machine.state(disk_id),
+        kind=machine.kind,
+        vm=machine.name,
+        disk=disk_id,
+        saved_at=datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    )
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise VmError(
+            f"cannot save the VM's original configuration in {directory}: {exc} "
+            "(--state-dir DIR); nothing was changed"
+        ) from None
+    return path
+
+
+def _vm_args(args) -> str:
+    if args.qemu_pid:
+        return f"--qemu-pid {args.qemu_pid}"
+    if args.libvirt:
+        connect = f" --connect {shlex.quote(args.connect)}" if args.connect else ""
+        return f"--libvirt {shlex.quote(args.libvirt)}{connect}"
+    return f"--proxmox {shlex.quote(str(args.proxmox))}"
+
+
+def _restore_hint(args) -> str:
+    extra = f" --state-dir {shlex.quote(args.state_dir)}" if args.state_dir else ""
+    return f"benchdb-agent vm {_vm_args(args)} --restore{extra}"
+
+
+def restore_saved(args, log) -> int:
+    """``vm --restore``: put back the configuration a sweep saved, restart the
+    VM with it, and remove the state file."""
+    directory = state_dir(args)
+    path = doc = None
+    if args.qemu_pid and not _process_alive(args.qemu_pid):
+        # The QEMU the sweep ran is gone (stopped mid-restart): start the
+        # original again from what was saved.
+        for p, d in _state_files(directory, "qemu"):
+            if args.qemu_pid in d.get("pids", []):
+                path, doc = p, d
+                machine = QemuVm.from_state(d, log)
+                break
+        else:
+            raise VmError(
+                f"QEMU pid {args.qemu_pid} is not running and no saved "
+                f"configuration in {directory} names it"
+            )
+    else:
+        machine = open_vm(args, log)
+        path, doc = find_state(directory, machine)
+        if path is None:
+            raise VmError(
+                f"no saved configuration of {machine.name} in {directory}: "
+                "nothing to restore"
+            )
+        machine.apply_state(doc)
+    log(f"restoring {machine.name}, disk {doc.get('disk')}, from {path}")
+    guest = None
+    try:
+        guest = machine.guest()
+    except (VmError, qga.QgaError, OSError):
+        guest = None
+    changed = machine.restore(guest)
+    os.unlink(path)
+    log(
+        f"restored: {machine.name} runs its original configuration"
+        + (" (restarted)" if changed else " (it already did)")
+        + f"; removed {path}"
+    )
+    return 0
 
 
 # --- where the host baseline runs ------------------------------------------------
@@ -993,10 +1207,22 @@ def _host_tags(disk: DiskConfig) -> dict:
 
 def run(args, emit, log) -> int:
     """The ``vm`` command; ``emit(doc, path)`` writes/uploads one bundle."""
+    if getattr(args, "restore", False):
+        return restore_saved(args, log)
     modes = parse_modes(args.cache_modes)
+    if not args.disk:
+        raise VmError("name the disk: --disk ID")
     if not args.guest_dir and not args.guest_device:
         raise VmError("name the guest's target: --guest-dir DIR or --guest-device DEV")
     vm = open_vm(args, log)
+    saved_dir = state_dir(args)
+    if modes:
+        path, _ = find_state(saved_dir, vm)
+        if path:
+            raise VmError(
+                f"{path} holds the original configuration of {vm.name} from a "
+                f"sweep that did not finish; restore it first: {_restore_hint(args)}"
+            )
     disk = vm.disk(args.disk)
     tags = _host_tags(disk)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
@@ -1017,9 +1243,18 @@ def run(args, emit, log) -> int:
             "a cache-mode sweep needs the VM's guest agent (qemu-guest-agent "
             "running in the guest, and its channel in the VM's configuration)"
         )
+    saved = None
     if modes:
         _confirm(vm, disk, modes, args, log)
     target, created = baseline_target(disk, args.host_dir)
+    if modes:
+        try:
+            saved = save_state(saved_dir, vm, disk.id)
+        except VmError:
+            if created:
+                shutil.rmtree(target, ignore_errors=True)
+            raise
+        log(f"original configuration saved in {saved}")
     out_dir = args.out_dir or "."
     os.makedirs(out_dir, exist_ok=True)
     steps = 1 + (len(modes) if modes else (1 if guest else 0))
@@ -1065,6 +1300,7 @@ def run(args, emit, log) -> int:
             if mode:
                 progress.show(f"setting cache={mode} and restarting the VM")
                 vm.set_cache_mode(disk.id, mode, guest)
+                save_state(saved_dir, vm, disk.id)  # a QEMU's new pid
                 guest.wait(args.agent_timeout)
                 disk = vm.disk(args.disk)  # what the restarted VM really runs
                 tags = _host_tags(disk)
@@ -1100,8 +1336,15 @@ def run(args, emit, log) -> int:
                     if vm.restore(guest):
                         guest.wait(args.agent_timeout)
                     log(f"restored: {vm.name}, disk {disk.id} as before")
+                    if saved:
+                        os.unlink(saved)
                 except (VmError, qga.QgaError, OSError) as exc:
                     log(f"COULD NOT RESTORE {vm.name}: {exc}")
+                    if saved and os.path.exists(saved):
+                        log(
+                            f"the original configuration is in {saved}; "
+                            f"retry with: {_restore_hint(args)}"
+                        )
                     code = max(code, 1)
         finally:
             for sig, handler in previous.items():

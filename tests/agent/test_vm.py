@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -355,6 +358,14 @@ class _SweepVm:
     """Stands in for a hypervisor that cannot run here: records changes."""
 
     name = "fake VM"
+    kind = "fake"
+    state_name = "1"
+
+    def state(self, disk_id):
+        return {"mode": self.mode}
+
+    def matches(self, doc):
+        return True
 
     def __init__(self, image):
         self.mode = "writeback"
@@ -430,6 +441,8 @@ def test_a_failure_in_the_middle_of_a_sweep_restores_and_keeps_the_baseline(
             "--cache-modes",
             "none,unsafe",
             "--yes",
+            "--state-dir",
+            str(tmp_path / "state"),
             "--size",
             "8M",
             "--runtime",
@@ -457,3 +470,131 @@ def test_a_failure_in_the_middle_of_a_sweep_restores_and_keeps_the_baseline(
     assert emitted[1][2] == {}  # the guest's bundle had no tags to mark
     assert os.listdir(image.parent) == ["vm.raw"]  # the baseline folder is gone
     assert any("restored" in line for line in lines)
+    saved = tmp_path / "state" / "vm-restore-fake-1.json"
+    assert any(f"original configuration saved in {saved}" in x for x in lines)
+    assert not saved.exists()  # removed after the restore
+
+
+def test_a_sweep_is_refused_while_a_saved_configuration_waits(tmp_path, monkeypatch):
+    image = tmp_path / "vm.raw"
+    image.write_bytes(b"\0" * 4096)
+    machine = _SweepVm(image)
+    monkeypatch.setattr(vm, "open_vm", lambda args, log: machine)
+    state = tmp_path / "state"
+    saved = vm.save_state(str(state), machine, "bench")
+    assert os.stat(saved).st_mode & 0o777 == 0o600
+    assert json.loads(open(saved).read())["mode"] == "writeback"
+    args = cli.build_parser().parse_args(
+        ["vm", "--qemu-pid", "1", "--disk", "bench", "--guest-dir", "/mnt"]
+        + ["--cache-modes", "none", "--yes", "--state-dir", str(state)]
+    )
+    with pytest.raises(vm.VmError, match="--restore") as err:
+        vm.run(args, lambda doc, path: 0, [].append)
+    assert saved in str(err.value)
+    assert machine.calls == [] and os.path.exists(saved)
+
+
+def test_proxmox_restore_after_a_killed_sweep(fake_qm, tmp_path, monkeypatch, capsys):
+    qm, calls = fake_qm
+    monkeypatch.setenv("PATH", f"{os.path.dirname(qm)}:{os.environ['PATH']}")
+    state = tmp_path / "state"
+    pve = vm.ProxmoxVm("100", qm=qm)
+    saved = vm.save_state(str(state), pve, "scsi1")
+    assert saved.endswith("vm-restore-proxmox-100.json")
+    pve.set_cache_mode("scsi1", "none", None)
+    del pve  # the agent is killed: only the state file knows the original
+    before = len(calls())
+    code = cli.main(["vm", "--proxmox", "100", "--restore", "--state-dir", str(state)])
+    assert code == 0
+    made = [c for c in calls()[before:] if c[0] != "config"]
+    assert made == [
+        [
+            "set",
+            "100",
+            "--scsi1",
+            "local:100/vm-100-disk-1.qcow2,cache=writeback,size=8G",  # verbatim
+        ],
+        ["shutdown", "100", "--timeout", "180", "--forceStop", "1"],
+        ["start", "100"],
+    ]
+    assert not os.path.exists(saved)
+    assert "restored: Proxmox VM 100" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # nothing saved any more: said, not guessed
+        cli.main(["vm", "--proxmox", "100", "--restore", "--state-dir", str(state)])
+    assert "nothing to restore" in capsys.readouterr().err
+
+
+# --- a real (paused, never booted) QEMU: its command line is restored ---------------
+
+QEMU = shutil.which("qemu-system-x86_64")
+
+
+def _cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+        return [a.decode() for a in fh.read().split(b"\0") if a]
+
+
+def _started(text):
+    return int(re.findall(r"QEMU started again: pid (\d+)", text)[-1])
+
+
+@pytest.mark.skipif(QEMU is None, reason="qemu-system-x86_64")
+def test_qemu_restore_after_a_killed_sweep(tmp_path, capsys):
+    (tmp_path / "disk.raw").write_bytes(b"\0" * 2**20)
+    argv = [
+        QEMU,
+        "-S",
+        "-nodefaults",
+        "-display",
+        "none",
+        "-qmp",
+        "unix:qmp.sock,server=on,wait=off",
+        "-drive",
+        "file=disk.raw,format=raw,if=none,id=bench,cache=writeback",
+    ]
+    state = str(tmp_path / "state")
+    first = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True)
+    pids = [first.pid]
+    try:
+        for _ in range(100):
+            if (tmp_path / "qmp.sock").exists():
+                break
+            time.sleep(0.1)
+        machine = vm.QemuVm(first.pid)
+        saved = vm.save_state(state, machine, "bench")
+        machine.set_cache_mode("bench", "none", None)
+        pids.append(machine.pid)
+        assert "cache=none" in _cmdline(machine.pid)[-1]
+        first.wait(10)
+        # The agent is killed here.  Its QEMU runs on, changed; a new sweep
+        # is refused, --restore finds it by its command line and restores.
+        again = vm.QemuVm(machine.pid)
+        assert vm.find_state(state, again)[0] == saved
+        main = ["vm", "--restore", "--state-dir", state, "--qemu-pid"]
+        assert cli.main([*main, str(machine.pid)]) == 0
+        restored = _started(capsys.readouterr().err)
+        pids.append(restored)
+        assert _cmdline(restored) == argv and not os.path.exists(saved)
+        # Killed mid-restart: the QEMU is gone; its saved pid is enough.
+        machine = vm.QemuVm(restored)
+        vm.save_state(state, machine, "bench")
+        machine.set_cache_mode("bench", "unsafe", None)
+        pids.append(machine.pid)
+        vm.save_state(state, machine, "bench")
+        os.kill(machine.pid, signal.SIGKILL)
+        machine.proc.wait(10)
+        assert cli.main([*main, str(machine.pid)]) == 0
+        last = _started(capsys.readouterr().err)
+        pids.append(last)
+        assert _cmdline(last) == argv
+        assert os.listdir(state) == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass

@@ -198,6 +198,9 @@ def _vm_args(vm: Vm, pid: int, server: str, out: Path, *extra: str) -> list:
         server,
         "--out-dir",
         str(out),
+        # A sweep's saved original configuration: not in /var/lib here.
+        "--state-dir",
+        str(out / "state"),
         *extra,
     ]
 
