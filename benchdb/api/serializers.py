@@ -289,12 +289,18 @@ class OverheadIntervalSerializer(serializers.Serializer):
 
 
 class OverheadSerializer(serializers.Serializer):
-    """Guest figure / host figure for the same comparable test (1.0 = native)."""
+    """Guest figure / host figure for the same comparable test (1.0 = native).
 
+    ``iops``, ``bw_bytes``, ``lat_mean_ns``: the ratio of the stored
+    arithmetic means, with no interval; ``intervals[metric]`` is the ratio of
+    geometric means with its 95% interval, the figure the pages show.
+    """
+
+    _ARITHMETIC = "Ratio of arithmetic means (no interval; see intervals)."
     baseline_run = serializers.IntegerField()
-    iops = serializers.FloatField(allow_null=True)
-    bw_bytes = serializers.FloatField(allow_null=True)
-    lat_mean_ns = serializers.FloatField(allow_null=True)
+    iops = serializers.FloatField(allow_null=True, help_text=_ARITHMETIC)
+    bw_bytes = serializers.FloatField(allow_null=True, help_text=_ARITHMETIC)
+    lat_mean_ns = serializers.FloatField(allow_null=True, help_text=_ARITHMETIC)
     intervals = serializers.DictField(
         child=OverheadIntervalSerializer(),
         help_text="Per metric: guest/host as a ratio of geometric means over "

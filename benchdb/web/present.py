@@ -703,7 +703,8 @@ def markdown(groups: list[dict]) -> str:
         return str(text).replace("|", "/").replace("\n", " ")
 
     lines = [
-        "| test | figure | run | mean | 95% interval | vs reference | verdict |",
+        "| test | figure | run | geometric mean | 95% interval | vs reference "
+        "| verdict |",
         "|---|---|---|---|---|---|---|",
     ]
     for group in groups:

@@ -117,3 +117,20 @@ def test_browse_overhead_column_shows_the_interval_or_na(client):
     short = stats.overhead([610.0, 640.0], [1000.0, 1010.0], True)
     assert short["low"] is None
     assert f"{short['percent']:+.1f}%" not in page
+
+
+@pytest.mark.django_db
+def test_overhead_report_rows_show_the_ratio_their_interval_is_for():
+    from benchdb.results import reads
+
+    guest, host = [610.0, 640.0, 625.0, 900.0], [1000.0, 1010.0, 990.0, 1005.0]
+    base = _run("host", host)
+    _run("guest", guest, baseline=base)
+    [row] = reads.overhead_rows()
+    answer = stats.overhead(guest, host, True)
+    assert row["overhead"] == pytest.approx(answer["percent"])
+    assert row["guest_mean"] == pytest.approx(stats.summarize(guest)["gmean"])
+    assert row["interval"]["low"] < row["overhead"] / 100 + 1 < row["interval"]["high"]
+    # Not the ratio of arithmetic means, which differs on these skewed repeats.
+    arithmetic = (sum(guest) / sum(host) - 1) * 100
+    assert abs(arithmetic - row["overhead"]) > 0.5
