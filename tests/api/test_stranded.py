@@ -302,3 +302,46 @@ def test_a_worker_killed_mid_ingest_is_replaced_within_the_requeue_period(
     assert sub.attempts == 2
     assert "worker was lost" in sub.last_error
     assert Run.objects.filter(uuid=bundle["bundle_id"]).count() == 1
+
+
+def test_the_agent_keeps_the_owner_key_of_a_503_and_claims_its_run_with_it(
+    processes, fio, tmp_path
+):
+    """benchdb-agent upload against the real server with its broker down: the
+    503 shows the owner key once; the agent's inline resends (503 again,
+    without the key) and the spooled resend (202) do not lose it."""
+    url = processes.web()
+    bundle = make_bundle(fio)
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    spool = tmp_path / "spool"
+    env = dict(processes.env)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "agent"), str(ROOT)])
+    agent = [sys.executable, "-m", "benchdb_agent", "upload", "--spool-dir", str(spool)]
+
+    proc = subprocess.run(
+        [*agent, str(path), "--server", url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 5, proc.stderr  # spooled
+    kept = json.loads(
+        (spool / "owner-keys" / f"{bundle['bundle_id']}.json").read_text()
+    )
+    key = kept["servers"][url]["owner_key"]
+    assert key.startswith("bdo_") and f"run later: {key}" in proc.stderr
+    sub = Submission.objects.get(bundle_id=bundle["bundle_id"])
+    assert sub.owner_key_hash and sub.attempts == 0
+
+    processes.broker()
+    processes.worker()
+    proc = subprocess.run(
+        [*agent, "--pending"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"owner key was kept before: {key}" in proc.stderr
+    assert "ingested:" in proc.stderr
+    run = Run.objects.get(uuid=bundle["bundle_id"])
+    assert run.check_owner_key(key)
