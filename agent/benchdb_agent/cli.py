@@ -7,6 +7,7 @@
     benchdb-agent import FILE...                   bundle existing tool outputs
     benchdb-agent upload FILE... | --pending       send bundles (spooled on failure)
     benchdb-agent vm --qemu-pid PID --disk ID ...  a VM's disk and its host, paired
+    benchdb-agent vm --proxmox VMID --restore      undo a killed --cache-modes sweep
 
 Exit codes: 0 success, 1 the run or upload failed, 2 bad usage or input,
 3 refused for safety, 4 partial run (bundle kept, marked partial), 5 bundle
