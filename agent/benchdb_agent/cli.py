@@ -446,6 +446,9 @@ def cmd_upload(args) -> int:
 
 
 def cmd_vm(args) -> int:
+    if not args.restore and not args.disk:
+        die("vm: --disk ID is required (except with --restore)", EXIT_USAGE)
+
     def emit(doc: dict, path: str) -> int:
         out = argparse.Namespace(
             out=path,
