@@ -60,6 +60,13 @@ def test_filter_select_compare_save_and_share(live_server, browser, screenshot):
     }
     for entry in api["tests"][0]["metrics"][0]["runs"]:
         assert shown[str(entry["run"])] == entry["mean"]
+    # The figure drawn and tabulated is the API's gmean (its interval's centre).
+    plotted = {
+        row.get_attribute("data-run"): float(row.get_attribute("data-gmean"))
+        for row in page.locator("table.delta tbody tr").all()
+    }
+    for entry in api["tests"][0]["metrics"][0]["runs"]:
+        assert plotted[str(entry["run"])] == entry["gmean"]
     # Against unsafe everything differs; against none, most is noise.
     none_id = next(
         row.get_attribute("data-run")

@@ -88,7 +88,16 @@ def test_compare_page_numbers_equal_the_api(client, reference):
     page = client.get(f"/compare/?runs={ids}").content.decode()
     api = client.get(f"/api/v1/compare/?runs={ids}").json()
     for entry in api["tests"][0]["metrics"][0]["runs"]:
-        assert f'data-run="{entry["run"]}" data-mean="{entry["mean"]!r}"' in page
+        assert (
+            f'data-run="{entry["run"]}" data-mean="{entry["mean"]!r}" '
+            f'data-gmean="{entry["gmean"]!r}"'
+        ) in page
+        # The figure shown (and plotted) is the API's gmean, which its
+        # ci95_low…ci95_high surround.
+        shown = present.human(entry["gmean"], api["tests"][0]["metrics"][0]["metric"])
+        assert f"<td>{shown}</td>" in page
+        if entry["ci95_low"] is not None:
+            assert entry["ci95_low"] <= entry["gmean"] <= entry["ci95_high"]
     # writeback vs none: Welch on the logs p = 0.21, and 5-6 repeats cannot
     # tell; unsafe is faster beyond doubt, and p is never printed as 0.000.
     assert "cannot tell: too few repeats or too much noise" in page
