@@ -280,9 +280,15 @@ def home_summary() -> dict:
     counts = {}
     for field in ("cache_mode", "storage_backend", "platform"):
         choices = dict(FACETS[field].choices)
+        by_value = {
+            row[field]: row["n"] for row in runs.values(field).annotate(n=Count("id"))
+        }
+        if field == "platform":
+            # As browse's ?platform= filters: hosts under their guests' platform.
+            summaries.add_hosts_by_guest_platform(runs, by_value)
         counts[field] = [
-            (row[field], choices.get(row[field], row[field]), row["n"])
-            for row in runs.values(field).annotate(n=Count("id")).order_by("-n", field)
+            (value, choices.get(value, value), n)
+            for value, n in sorted(by_value.items(), key=lambda vn: (-vn[1], vn[0]))
         ]
     disk_choices = dict(HARDWARE_FACETS["disk_type"].choices)
     counts["disk_type"] = [

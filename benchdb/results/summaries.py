@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from django.db import connection
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, QuerySet
 
 from benchdb.results import stats
 from benchdb.results.models import Run
@@ -76,7 +76,29 @@ def facet_counts(
     out = _grouped_counts(filtered, [n for n in FACET_PATHS if n not in chosen])
     for name, qs in chosen.items():
         out.update(_grouped_counts(qs, [name]))
+    add_hosts_by_guest_platform(chosen.get("platform", filtered), out["platform"])
     return out
+
+
+def add_hosts_by_guest_platform(runs: QuerySet, counts: dict) -> dict:
+    """Add to ``counts`` (platform -> runs, each run under its own platform)
+    the host runs of ``runs`` under every other platform their guests run on.
+
+    The ``platform`` filter (results/filters.py) returns a host baseline for
+    the platform of any guest measured against it, so the count shown for a
+    platform is the number of runs that filter returns.  One query.
+    """
+    hosts = runs.filter(role="host").order_by().values("pk")
+    rows = (
+        Run.objects.filter(baseline__in=hosts)
+        .exclude(platform=F("baseline__platform"))
+        .order_by()
+        .values("platform")
+        .annotate(n=Count("baseline_id", distinct=True))
+    )
+    for row in rows:
+        counts[row["platform"]] = counts.get(row["platform"], 0) + row["n"]
+    return counts
 
 
 # Overhead: guest against its host baseline --------------------------------
