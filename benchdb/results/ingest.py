@@ -15,6 +15,7 @@ import hashlib
 from collections import defaultdict
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from benchdb.results import stats
 from benchdb.results.compare import aggregate_repeat
@@ -314,9 +315,11 @@ def link_pair(run: Run) -> None:
         host = same_owner.filter(role=Role.HOST).order_by("created", "id").first()
         if host:
             run.baseline = host
-            run.save(update_fields=["baseline"])
+            run.save(update_fields=["baseline", "updated"])
     else:
-        same_owner.filter(role=Role.GUEST, baseline__isnull=True).update(baseline=run)
+        same_owner.filter(role=Role.GUEST, baseline__isnull=True).update(
+            baseline=run, updated=timezone.now()
+        )
 
 
 def _test_meta(test: dict) -> dict:
@@ -523,6 +526,6 @@ def store_bundle(
     if reasons:
         run.suspect = True
         run.suspect_reasons = reasons
-        run.save(update_fields=["suspect", "suspect_reasons"])
+        run.save(update_fields=["suspect", "suspect_reasons", "updated"])
     link_pair(run)
     return run
