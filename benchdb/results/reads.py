@@ -26,8 +26,8 @@ from django.core.paginator import Paginator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Prefetch, Q, QuerySet
 
+from benchdb.results import answer_cache, stats, summaries
 from benchdb.results import compare as compare_mod
-from benchdb.results import stats, summaries
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     Comparison,
@@ -582,7 +582,7 @@ def overhead_report(page=None) -> dict:
     pair, computed by PostgreSQL (``summaries.overhead_summary``), and the
     test-by-test rows of one page of guest runs (``OVERHEAD_PAGE_GUESTS``)."""
     guests = overhead_guests()
-    summary = summaries.overhead_summary(guests, Run.objects.listed())
+    summary = _overhead_summary()
     paginator = Paginator(
         guests.select_related("baseline", "hardware").order_by("pair_id", "id"),
         OVERHEAD_PAGE_GUESTS,
@@ -593,6 +593,13 @@ def overhead_report(page=None) -> dict:
         "rows": overhead_rows(list(page_obj.object_list)),
         "page": page_obj,
     }
+
+
+@answer_cache.cached
+def _overhead_summary() -> list[dict]:
+    """The public overhead summary: every listed pair, so cached by the data
+    version (``answer_cache``)."""
+    return summaries.overhead_summary(overhead_guests(), Run.objects.listed())
 
 
 def overhead_rows(guests: list[Run] | None = None) -> list[dict]:
