@@ -93,3 +93,44 @@ def test_report_queries_are_bounded(client, reference, django_assert_max_num_que
         client.get("/reports/cache-modes/")
     with django_assert_max_num_queries(50):
         client.get("/reports/overhead/")
+
+
+def _paired(page: str) -> tuple[int, int]:
+    match = re.search(r"From (\d+) systems?, (\d+) paired runs?", text(page))
+    assert match, text(page)[:2000]
+    return int(match.group(1)), int(match.group(2))
+
+
+def test_cached_answers_follow_moderation_and_new_runs_at_once(
+    client, reference, django_assert_max_num_queries
+):
+    # The across-runs answers are cached (results/answer_cache.py) by the
+    # data version: a second request asks PostgreSQL only for that version
+    # and the page's own rows, and a hidden run leaves the answer at once.
+    from benchdb.results.models import Run
+
+    first = client.get("/reports/overhead/").content.decode()
+    systems, pairs = _paired(first)
+    with django_assert_max_num_queries(12):
+        again = client.get("/reports/overhead/").content.decode()
+    assert _paired(again) == (systems, pairs)
+    workload = re.search(
+        r'<option value="([^"]+)" selected>', first.split('name="workload"')[1]
+    ).group(1)
+    guest = (
+        population.filter_runs({"role": "guest"})
+        .filter(baseline__isnull=False, results__test_id=workload)
+        .order_by("id")
+        .first()
+    )
+    Run.objects.get(pk=guest.pk).moderate("hide", "test")
+    hidden = client.get("/reports/overhead/").content.decode()
+    runs = population.filter_runs({"role": "guest"})
+    fresh = population.distribution(runs, workload, _metric(first))["overhead"]
+    assert _paired(hidden) == (fresh["systems"], fresh["runs"])
+    assert fresh["runs"] < pairs
+    Run.objects.get(pk=guest.pk).moderate("unhide")
+    assert _paired(client.get("/reports/overhead/").content.decode()) == (
+        systems,
+        pairs,
+    )
