@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from django.conf import settings
-from django.db.models import Count, F, FloatField, Max, Min, Q, QuerySet
+from django.db.models import Count, F, FloatField, Max, Min, QuerySet
 from django.db.models.aggregates import Aggregate
 
 from benchdb.results import stats
@@ -196,13 +196,15 @@ def _comparison_results(runs: list[Run]) -> list[Result]:
     baseline_ids = [r.baseline_id for r in runs if r.baseline_id] or [0]
     # A baseline only lends its figures to an overhead when it is listed
     # (anyone may see it) or is one of the compared runs (the caller checked).
+    # The listed baselines first, as ids: ``run IN (...) OR run IN (subquery)``
+    # made PostgreSQL scan every result (0.3 s at a million results).
+    listed = (
+        Run.objects.listed().filter(pk__in=baseline_ids).values_list("pk", flat=True)
+    )
     return list(
-        Result.objects.filter(comparable=True)
-        .filter(
-            Q(run__in=run_ids)
-            | Q(run__in=Run.objects.listed().filter(pk__in=baseline_ids).values("pk"))
+        Result.objects.filter(comparable=True, run_id__in={*run_ids, *listed}).order_by(
+            "test_id", "run_id"
         )
-        .order_by("test_id", "run_id")
     )
 
 
