@@ -732,6 +732,34 @@ def markdown(groups: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# What a repeated warning code means, said once above its list.
+WARNING_GIST = {
+    "unstable": "the spread of the repeats stayed high (coefficient of variation"
+    " above 10%) up to the repeat cap: these figures are not stable",
+    "test-failed": "the tool failed: these tests have no figures",
+    "buffered-io": "measured through the page cache, not the disk",
+}
+
+
+def group_warnings(warnings) -> list[dict]:
+    """The run's warnings grouped by code, in the order first seen: a code
+    that recurs (one ``unstable`` per test, say) becomes one line with its
+    count and the tests' own messages folded below it."""
+    groups: dict[str, dict] = {}
+    for w in warnings or []:
+        if not isinstance(w, dict):
+            continue
+        code = str(w.get("code") or "")
+        key = code or f"#{len(groups)}"
+        group = groups.setdefault(
+            key, {"code": code, "gist": WARNING_GIST.get(code, ""), "messages": []}
+        )
+        group["messages"].append(str(w.get("message") or code))
+    for group in groups.values():
+        group["count"] = len(group["messages"])
+    return list(groups.values())
+
+
 def mark_test_warnings(rows: list[dict], warnings) -> None:
     """``row["badges"]``: what the agent said about that test (a warning
     naming it, a partial or failed status, buffered I/O), as short words."""

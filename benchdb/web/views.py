@@ -147,6 +147,7 @@ def run_detail(request, pk: int):
             "groups": groups,
             "guests": guests,
             "headlines": present.headlines(rows),
+            "warning_groups": present.group_warnings(run.warnings),
             "chart_data": chart_data,
             "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
             "interval_explanation": stats.INTERVAL_EXPLANATION,

@@ -217,3 +217,26 @@ def test_every_user_string_is_escaped(client, reference):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     compare = client.get(f"/compare/?runs={run.pk}").content.decode()
     assert "<script>alert(1)</script>" not in compare
+
+
+def test_run_page_folds_a_warning_repeated_per_test(client, reference):
+    """One ``unstable`` per test must not bury the other warnings: they fold
+    into one line with their count, and a single warning keeps its words."""
+    run = reference["none"]
+    run.warnings = [
+        {
+            "code": "unstable",
+            "test_id": f"t{i}",
+            "message": f"test t{i}: coefficient of variation {20 + i}%",
+        }
+        for i in range(5)
+    ] + [{"code": "high-load", "message": "the load average reached 6.4"}]
+    run.save(update_fields=["warnings"])
+    page = client.get(run.get_absolute_url()).content.decode()
+    trust = page[page.index('<ul class="trust">') : page.index("</ul>\n")]
+    assert "5 tests: the spread of the repeats stayed high" in trust
+    assert trust.count("<details>") == 1
+    for i in range(5):
+        assert f"test t{i}: coefficient of variation {20 + i}%" in trust
+    assert "the load average reached 6.4" in trust
+    assert "1 tests" not in trust
