@@ -13,14 +13,20 @@ counter.
   machines and one machine cannot with many tokens or anonymously;
 - reads: anonymous requests per address, the ``anon`` rate (every API view);
 - comparison saves: per account or address, the ``comparisons`` rate;
-- logins: failed sign-ins per address and per user name (``login_allowed``).
+- logins: failed sign-ins per address and per user name (``login_allowed``),
+  with OWASP's device cookies so that the per-name limit cannot lock a user
+  out: a browser that has signed in as a name before carries a signed cookie
+  naming it, and its failures count against that cookie, not against the
+  name.  A stranger's failures still lock the name, for strangers only.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import secrets
 
 from django.conf import settings
+from django.core import signing
 from django.core.cache import cache
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle
 
@@ -121,15 +127,44 @@ def comparison_save_allowed(request) -> bool:
 # Logins ----------------------------------------------------------------------
 
 
+DEVICE_COOKIE = "benchdb_device"
+_DEVICE_SALT = "benchdb.login-device"
+DEVICE_COOKIE_MAX_AGE_S = 365 * 24 * 3600
+
+
+def _name(username: str) -> str:
+    return username.strip().lower()[:150]
+
+
+def _device(request, username: str) -> str | None:
+    """The nonce of this browser's device cookie if it was issued for this
+    user name (signed by the server, so it cannot be made up), else None."""
+    value = request.COOKIES.get(DEVICE_COOKIE)
+    if not value:
+        return None
+    try:
+        data = signing.loads(value, salt=_DEVICE_SALT, max_age=DEVICE_COOKIE_MAX_AGE_S)
+    except signing.BadSignature:
+        return None
+    if not isinstance(data, dict) or data.get("u") != _name(username):
+        return None
+    nonce = data.get("n")
+    return nonce if isinstance(nonce, str) else None
+
+
 def _login_keys(request, username: str) -> list[str]:
-    return [
-        f"login-fail-addr-{client_address(request) or 'unknown'}",
-        f"login-fail-user-{username.strip().lower()[:150]}",
-    ]
+    keys = [f"login-fail-addr-{client_address(request) or 'unknown'}"]
+    device = _device(request, username)
+    if device:
+        keys.append(f"login-fail-device-{device}")
+    else:
+        keys.append(f"login-fail-user-{_name(username)}")
+    return keys
 
 
 def login_allowed(request, username: str) -> bool:
-    """False once this address or user name has failed too often lately."""
+    """False once this address, or this user name from browsers it has not
+    signed in from (or this browser, if it has), failed too often lately."""
     limit = settings.LOGIN_FAILURE_LIMIT
     return all(cache.get(k, 0) < limit for k in _login_keys(request, username))
 
@@ -142,3 +177,18 @@ def login_failed(request, username: str) -> None:
             cache.incr(key)
         except ValueError:
             cache.set(key, 1, window)
+
+
+def remember_device(request, response, username: str) -> None:
+    """After a good sign-in: mark this browser as one the user signs in from."""
+    value = signing.dumps(
+        {"u": _name(username), "n": secrets.token_urlsafe(16)}, salt=_DEVICE_SALT
+    )
+    response.set_cookie(
+        DEVICE_COOKIE,
+        value,
+        max_age=DEVICE_COOKIE_MAX_AGE_S,
+        secure=request.is_secure(),
+        httponly=True,
+        samesite="Lax",
+    )

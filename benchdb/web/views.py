@@ -25,6 +25,7 @@ from benchdb.api.throttling import (
     comparison_save_allowed,
     login_allowed,
     login_failed,
+    remember_device,
 )
 from benchdb.results import compare as compare_mod
 from benchdb.results import exports, reads, stats
@@ -451,7 +452,10 @@ def token_revoke(request, pk: int):
 class LoginView(auth_views.LoginView):
     """Django's sign-in page with a brute-force limit: after
     LOGIN_FAILURE_LIMIT failures from one address or for one user name within
-    LOGIN_FAILURE_WINDOW_S, it answers 429 without checking the password."""
+    LOGIN_FAILURE_WINDOW_S, it answers 429 without checking the password.
+    The per-name limit spares browsers the user has signed in from before
+    (their device cookie has a limit of its own), so it cannot be used to
+    lock the user out."""
 
     def post(self, request, *args, **kwargs):
         username = request.POST.get("username", "")
@@ -468,6 +472,11 @@ class LoginView(auth_views.LoginView):
         login_failed(self.request, self.request.POST.get("username", ""))
         return super().form_invalid(form)
 
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        remember_device(self.request, response, form.get_user().get_username())
+        return response
+
 
 login_view = LoginView.as_view()
 
@@ -477,5 +486,7 @@ def signup(request):
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user)
-        return redirect("submit")
+        response = redirect("submit")
+        remember_device(request, response, user.get_username())
+        return response
     return render(request, "registration/signup.html", {"form": form})

@@ -145,3 +145,60 @@ def test_a_good_sign_in_still_works_below_the_limit(django_user_model, settings)
     )
     assert response.status_code == 302
     assert client.session["_auth_user_id"]
+
+
+def test_a_stranger_cannot_lock_a_user_out_of_their_own_browser(
+    django_user_model, settings
+):
+    """OWASP's device cookies: failures for a name from browsers that never
+    signed in as it lock the name for those browsers only."""
+    settings.LOGIN_FAILURE_LIMIT = 3
+    django_user_model.objects.create_user("frank", password="right-horse-battery")
+    own = Client(REMOTE_ADDR="192.0.2.10")
+    good = {"username": "frank", "password": "right-horse-battery"}
+    assert own.post("/accounts/login/", good).status_code == 302
+    assert own.cookies["benchdb_device"].value
+    own.post("/accounts/logout/")
+
+    # A stranger, from several addresses, fails for frank until the name is
+    # locked for strangers, even with the right password.
+    for i in range(3):
+        Client(REMOTE_ADDR=f"198.51.100.{i}").post(
+            "/accounts/login/", {"username": "frank", "password": "guess"}
+        )
+    stranger = Client(REMOTE_ADDR="198.51.100.50")
+    assert stranger.post("/accounts/login/", good).status_code == 429
+
+    # A forged or foreign device cookie does not get past the lock.
+    stranger.cookies["benchdb_device"] = "forged"
+    assert stranger.post("/accounts/login/", good).status_code == 429
+    other = django_user_model.objects.create_user("gina", password="pw-gina-123x")
+    gina = Client(REMOTE_ADDR="203.0.113.7")
+    gina.post(
+        "/accounts/login/", {"username": other.username, "password": "pw-gina-123x"}
+    )
+    stranger.cookies["benchdb_device"] = gina.cookies["benchdb_device"].value
+    assert stranger.post("/accounts/login/", good).status_code == 429
+
+    # frank's own browser still signs in, from a new address too.
+    own.defaults["REMOTE_ADDR"] = "192.0.2.99"
+    response = own.post("/accounts/login/", good)
+    assert response.status_code == 302
+    assert own.session["_auth_user_id"]
+
+
+def test_a_known_browser_has_a_failure_limit_of_its_own(django_user_model, settings):
+    settings.LOGIN_FAILURE_LIMIT = 3
+    django_user_model.objects.create_user("hana", password="right-horse-battery")
+    good = {"username": "hana", "password": "right-horse-battery"}
+    browser = Client(REMOTE_ADDR="192.0.2.20")
+    assert browser.post("/accounts/login/", good).status_code == 302
+    browser.post("/accounts/logout/")
+    for i in range(3):  # a new address each time: only the device counts
+        browser.defaults["REMOTE_ADDR"] = f"192.0.2.{30 + i}"
+        browser.post("/accounts/login/", {"username": "hana", "password": "wrong"})
+    browser.defaults["REMOTE_ADDR"] = "192.0.2.40"
+    assert browser.post("/accounts/login/", good).status_code == 429
+    # Strangers were not counted against hana's name by those failures...
+    fresh = Client(REMOTE_ADDR="192.0.2.41")
+    assert fresh.post("/accounts/login/", good).status_code == 302
