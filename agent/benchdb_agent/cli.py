@@ -680,8 +680,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("--pair", help="pair id (default: generated)")
     v.add_argument("--out-dir", help="where the bundles are written (default .)")
-    v.add_argument("--agent-timeout", type=_positive, default=300)
-    v.add_argument("--guest-timeout", type=_positive, default=7200)
+    v.add_argument(
+        "--agent-timeout",
+        type=_positive,
+        default=300,
+        metavar="S",
+        help="seconds to wait for the guest agent to answer, at the start and "
+        "after each restart of a --cache-modes sweep (default 300; without "
+        "--cache-modes the first check waits at most 30)",
+    )
+    v.add_argument(
+        "--guest-timeout",
+        type=_positive,
+        default=7200,
+        metavar="S",
+        help="seconds the benchmark inside the guest may take before the "
+        "command gives up on it with an error (default 7200)",
+    )
     v.add_argument("--profile", choices=suite.PROFILES, default="quick")
     v.add_argument("--repeats", type=_positive)
     v.add_argument("--max-repeats", type=_positive)
