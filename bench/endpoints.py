@@ -353,6 +353,12 @@ def build(ctx: dict) -> list[Endpoint]:
             "API hardware list",
             "/api/v1/hardware/",
             [
+                # The answer's count: hardware rows with a listed run.
+                (
+                    "SELECT count(DISTINCT r.hardware_id) FROM results_run r "
+                    f"WHERE {VISIBLE}",
+                    [],
+                ),
                 (
                     "SELECT h.*, c.name, d.name, n.runs FROM results_hardware h "
                     "JOIN (SELECT r.hardware_id, count(*) AS runs FROM results_run r "

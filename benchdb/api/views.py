@@ -72,6 +72,8 @@ class StablePagination(PageNumberPagination):
 
     page_size_query_param = "page_size"
     max_page_size = 500
+    # Ids first, then the page's rows (reads.IdPaginator).
+    django_paginator_class = reads.IdPaginator
 
 
 def readable_runs(request):
@@ -303,9 +305,10 @@ class RunViewSet(
         if self.action in ("list", "export"):
             mine = self.request.query_params.get("mine") in ("true", "1", "yes")
             try:
-                return reads.run_list(self.request.user, mine=mine)
+                runs = reads.run_list(self.request.user, mine=mine)
             except PermissionError as exc:
                 raise exceptions.NotAuthenticated(str(exc)) from None
+            return reads.list_columns(runs) if self.action == "list" else runs
         qs = readable_runs(self.request).select_related(
             "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
         )
