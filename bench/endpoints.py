@@ -219,6 +219,22 @@ def build(ctx: dict) -> list[Endpoint]:
                     "ORDER BY r.created DESC, r.id DESC LIMIT 10",
                     [],
                 ),
+                # The page's platform counts list a host baseline under its
+                # guests' platforms too (as browse's ?platform= filter does).
+                (
+                    "SELECT r.platform, count(DISTINCT r.baseline_id) "
+                    "FROM results_run r JOIN results_run b ON b.id = r.baseline_id "
+                    "WHERE b.visibility = 'public' AND NOT b.hidden "
+                    "AND b.role = 'host' AND r.platform <> b.platform GROUP BY 1",
+                    [],
+                ),
+                # The published data sets it lists.
+                (
+                    "SELECT r.id, r.title, r.cache_mode, r.citation FROM "
+                    f"results_run r WHERE {VISIBLE} AND r.source = 'published' "
+                    "ORDER BY r.citation, r.id",
+                    [],
+                ),
             ],
             kind="page",
         ),

@@ -319,6 +319,13 @@ class Run(models.Model):
                 condition=Q(visibility=Visibility.PUBLIC, hidden=False),
                 name="results_run_listed_idx",
             ),
+            # Published data sets (the home page, the reports' published
+            # figures): a few rows, found without reading the table.
+            models.Index(
+                fields=["citation", "id"],
+                condition=Q(source=Source.PUBLISHED),
+                name="results_run_published_idx",
+            ),
             # The facet filters most asked for (cache mode report, by layout).
             models.Index(fields=["cache_mode"], name="results_run_cache_idx"),
             models.Index(fields=["storage_backend"], name="results_run_storage_idx"),

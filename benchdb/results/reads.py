@@ -355,7 +355,10 @@ def home_summary() -> dict:
         datasets[run.citation].append(run)
     return {
         "run_count": runs.count(),
-        "system_count": Hardware.objects.filter(runs__in=runs).distinct().count(),
+        # Hardware rows with a listed run: their distinct ids among listed
+        # runs (an index-only scan), not DISTINCT over every hardware column
+        # of every run joined to its hardware (105 ms at 1M).
+        "system_count": runs.aggregate(n=Count("hardware", distinct=True))["n"],
         "latest": runs.for_list()[:10],
         "facet_counts": counts,
         "datasets": [

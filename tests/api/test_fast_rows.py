@@ -123,3 +123,26 @@ def test_list_hardware_and_detail_queries_are_fixed(api, fio, shapes):
         queries(f"/api/v1/runs/{shapes['guest'].pk}/"),
     ) == counts
     assert Hardware.objects.count() >= 2
+
+
+def test_home_system_count_and_hardware_counts_are_the_old_definitions(shapes):
+    """The rewritten queries (a distinct count of listed runs' hardware, EXISTS
+    and a per-row count) answer what the joins and GROUP BY answered."""
+    from django.db.models import Count, Q
+
+    from benchdb.results import reads
+
+    listed = Run.objects.listed()
+    Run.objects.filter(pk=shapes["owned"].pk).update(visibility=Visibility.UNLISTED)
+    old_systems = Hardware.objects.filter(runs__in=listed).distinct().count()
+    assert old_systems >= 2
+    assert reads.home_summary()["system_count"] == old_systems
+    listed_q = Q(runs__visibility=Visibility.PUBLIC, runs__hidden=False)
+    old = (
+        Hardware.objects.annotate(run_count=Count("runs", filter=listed_q))
+        .filter(run_count__gt=0)
+        .order_by("id")
+    )
+    assert [(h.pk, h.run_count) for h in reads.hardware_list()] == [
+        (h.pk, h.run_count) for h in old
+    ]

@@ -229,6 +229,7 @@ def test_aggregates_counts_and_similar_hold_listed_runs_only(
     # Home and browse counts (reads.home_summary, reads.facet_counts).
     home = page.get("/")
     assert home.context["run_count"] == (1 if listed else 0)
+    assert home.context["system_count"] == (1 if listed else 0)
     browse = page.get("/runs/")
     roles = {f["name"]: f for f in browse.context["facets"]}["role"]["options"]
     assert sum(o["n"] for o in roles) == (1 if listed else 0)
