@@ -117,6 +117,13 @@ class ExportError(ValueError):
 
 def csv_cell(value) -> str | int | float:
     """A value as a CSV cell: numbers as numbers, text defused."""
+    # The common exact types first (text, numbers: most cells of an export),
+    # without the isinstance chain: a page of 2,400 rows made 67,000 calls.
+    kind = type(value)
+    if kind is str:
+        return "'" + value if value.startswith(FORMULA_START) else value
+    if kind is int or kind is float:
+        return value
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -83,6 +83,38 @@ def test_formulas_are_defused_and_numbers_stay_numbers(api, client, fio):
     assert exports.csv_cell("plain") == "plain"
 
 
+def test_csv_cells_of_every_type():
+    """csv_cell's exact-type shortcuts (str, int, float) and the rest."""
+    import datetime as dt
+    import uuid
+    from decimal import Decimal
+
+    from django.utils.safestring import mark_safe
+
+    moment = dt.datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
+    key = uuid.UUID(int=7)
+    cases = [
+        (None, ""),
+        (True, "true"),
+        (False, "false"),
+        (0, 0),
+        (7, 7),
+        (-2.5, -2.5),
+        (Decimal("1.5"), Decimal("1.5")),
+        (moment, moment.isoformat()),
+        (moment.date(), "2026-01-02"),
+        (key, str(key)),
+        ("", ""),
+        ("-x", "'-x"),
+        (mark_safe("=1"), "'=1"),
+        (mark_safe("a"), "a"),
+    ]
+    for value, cell in cases:
+        assert exports.csv_cell(value) == cell, value
+        # Numbers stay numbers (written unquoted); text is text.
+        assert isinstance(exports.csv_cell(value), type(cell)), value
+
+
 @pytest.mark.django_db
 def test_compare_csv_has_one_column_set_for_api_and_page(api, client, fio):
     a, b = (store_bundle(make_bundle(fio)) for _ in range(2))
