@@ -503,12 +503,13 @@ class ResultSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(RepeatSerializer(many=True))
     def get_repeats(self, obj) -> list:
-        formats = {raw.repeat: raw.format for raw in obj.raw_outputs.all()}
+        # reads.attach_repeats: the run's repeats in two queries.
+        formats = obj.raw_formats
         by_repeat: dict[int, list] = {}
-        for m in obj.measurements.all():
-            by_repeat.setdefault(m.repeat, []).append(
-                {"job": m.job, "direction": m.direction, **m.metrics()}
-            )
+        for m in obj.records:
+            record = {"job": m["job"], "direction": m["direction"]}
+            record.update((f, m[f]) for f in METRIC_FIELDS)
+            by_repeat.setdefault(m["repeat"], []).append(record)
         return [
             {"repeat": r, "records": recs, "raw_format": formats.get(r)}
             for r, recs in sorted(by_repeat.items())
@@ -557,7 +558,9 @@ class RunDetailSerializer(RunListSerializer):
             return super().to_representation(instance)
         out = self.run_row(instance)
         env, warnings = instance.environment, instance.warnings
-        tests = self.fields["tests"].child
+        # The result rows need the context only, not DRF's bound fields
+        # (building them deep-copies every declared field).
+        tests = ResultSerializer(context=self.context)
         out.update(
             {
                 "notes": instance.notes,

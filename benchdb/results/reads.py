@@ -30,6 +30,7 @@ from benchdb.results import answer_cache, stats, summaries
 from benchdb.results import compare as compare_mod
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
+    METRIC_FIELDS,
     Comparison,
     Hardware,
     Measurement,
@@ -182,7 +183,10 @@ def baseline_results(run: Run, user=None, owner_key: str = "") -> dict[str, Resu
     baseline = shown_baseline(run, user, owner_key)
     if baseline is None:
         return {}
-    return {r.comparability_key: r for r in Result.objects.filter(run=baseline)}
+    # order_by(): Result's default ordering (by run) joined the run table.
+    return {
+        r.comparability_key: r for r in Result.objects.filter(run=baseline).order_by()
+    }
 
 
 def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
@@ -198,29 +202,50 @@ def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
         )
     ).get(pk=pk)
     check_not_hidden(run, user, owner_key)
-    return mask_baseline(run, user, owner_key)
+    return attach_repeats(mask_baseline(run, user, owner_key))
 
 
 def with_tests(qs: QuerySet) -> QuerySet:
-    """Runs with their results, repeats and raw output formats prefetched:
-    a run detail in a fixed number of queries."""
+    """Runs with their results prefetched, in display order; their repeats
+    come from ``attach_repeats``."""
     return qs.prefetch_related(
-        Prefetch(
-            "results",
-            queryset=Result.objects.order_by("group", "test_id").prefetch_related(
-                Prefetch(
-                    "measurements",
-                    queryset=Measurement.objects.order_by("repeat", "direction", "job"),
-                ),
-                Prefetch(
-                    "raw_outputs",
-                    queryset=RawOutput.objects.only(
-                        "id", "result_id", "repeat", "format"
-                    ),
-                ),
-            ),
-        )
+        Prefetch("results", queryset=Result.objects.order_by("group", "test_id"))
     )
+
+
+def attach_repeats(run: Run) -> Run:
+    """Give each of ``run.results`` (prefetched by ``with_tests``) its
+    repeats: ``result.records``, the measurement rows as dicts (``repeat``,
+    ``job``, ``direction`` and every metric) in repeat, direction, job order,
+    and ``result.raw_formats``, repeat -> stored raw output format.
+
+    Two queries for the whole run, rows read as tuples: no model instance
+    per measurement, no join back to the run (a prefetch made ~300 model
+    instances for a standard run).  The page and the API both read these.
+    """
+    results = list(run.results.all())
+    ids = [r.pk for r in results]
+    records: dict[int, list[dict]] = defaultdict(list)
+    names = ("repeat", "job", "direction", *METRIC_FIELDS)
+    rows = (
+        Measurement.objects.filter(result_id__in=ids)
+        .order_by("result_id", "repeat", "direction", "job")
+        .values_list("result_id", *names)
+    )
+    for result_id, *values in rows:
+        records[result_id].append(dict(zip(names, values, strict=True)))
+    formats: dict[int, dict[int, str]] = defaultdict(dict)
+    raws = (
+        RawOutput.objects.filter(result_id__in=ids)
+        .order_by()
+        .values_list("result_id", "repeat", "format")
+    )
+    for result_id, repeat, fmt in raws:
+        formats[result_id][repeat] = fmt
+    for res in results:
+        res.records = records.get(res.pk, [])
+        res.raw_formats = formats.get(res.pk, {})
+    return run
 
 
 def run_overheads(run: Run, user=None, owner_key: str = "") -> tuple[dict, dict]:

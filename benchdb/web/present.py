@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.urls import reverse
 from django.utils.text import slugify
 
 from benchdb.web.templatetags.benchdb_format import (
@@ -399,6 +400,28 @@ def main_summary(result, metric: str | None) -> dict:
     stats = result.stats or {}
     direction = stats.get("main_direction")
     return ((stats.get("directions") or {}).get(direction) or {}).get(metric) or {}
+
+
+def repeat_cells(run, result, metric: str | None) -> list[dict]:
+    """A run page's repeats column for one result: each repeat's figure in
+    the main direction (``human``, as the ``get_metric`` filter writes it)
+    and the link to its raw output when one is stored.  ``result.records``
+    and ``result.raw_formats`` come from ``reads.attach_repeats``."""
+    direction = (result.stats or {}).get("main_direction")
+    sentinel = "918273645"
+    head, tail = reverse("raw-output", args=[run.pk, result.pk, sentinel]).split(
+        sentinel
+    )
+    return [
+        {
+            "value": human(m.get(metric), metric) if metric else "—",
+            "raw": f"{head}{m['repeat']}{tail}"
+            if m["repeat"] in result.raw_formats
+            else None,
+        }
+        for m in result.records
+        if m["direction"] == direction
+    ]
 
 
 def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:

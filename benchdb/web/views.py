@@ -128,8 +128,7 @@ def run_detail(request, pk: int):
                 "host_summary": present.main_summary(
                     baseline.get(res.comparability_key), metric
                 ),
-                "repeats": list(res.measurements.all()),
-                "raw_repeats": {raw.repeat for raw in res.raw_outputs.all()},
+                "repeat_cells": present.repeat_cells(run, res, metric),
             }
         )
     present.mark_test_warnings(rows, run.warnings)

@@ -146,3 +146,82 @@ def test_home_system_count_and_hardware_counts_are_the_old_definitions(shapes):
     assert [(h.pk, h.run_count) for h in reads.hardware_list()] == [
         (h.pk, h.run_count) for h in old
     ]
+
+
+def test_repeats_read_as_rows_are_what_the_model_instances_gave(api, client, shapes):
+    """reads.attach_repeats (two queries, tuples) against the prefetched
+    Measurement and RawOutput instances the API and the run page used."""
+    from django.template import Context, Template
+
+    from benchdb.results import reads
+    from benchdb.results.models import Measurement, RawOutput
+    from benchdb.web import present
+
+    run = shapes["guest"]
+    # The API: every repeat's records and raw format, as built before.
+    tests = api.get(f"/api/v1/runs/{run.pk}/").json()["tests"]
+    for test in tests:
+        res = run.results.get(test_id=test["test_id"])
+        formats = {r.repeat: r.format for r in RawOutput.objects.filter(result=res)}
+        by_repeat: dict[int, list] = {}
+        for m in Measurement.objects.filter(result=res).order_by(
+            "repeat", "direction", "job"
+        ):
+            by_repeat.setdefault(m.repeat, []).append(
+                {"job": m.job, "direction": m.direction, **m.metrics()}
+            )
+        assert test["repeats"] == [
+            {"repeat": r, "records": recs, "raw_format": formats.get(r)}
+            for r, recs in sorted(by_repeat.items())
+        ]
+    # The run page: its repeats column, against the template it replaced.
+    old = Template(
+        "{% load benchdb_format %}{% for m in repeats %}{% if m.direction == "
+        "result.stats.main_direction %}<span>{{ m|get_metric:metric }}</span>"
+        "{% if m.repeat in raw_repeats %} <a href=\"{% url 'raw-output' run.pk "
+        'result.pk m.repeat %}">raw</a>{% endif %}{% endif %}{% endfor %}'
+    )
+    new = Template(
+        "{% for c in cells %}<span>{{ c.value }}</span>{% if c.raw %} "
+        '<a href="{{ c.raw }}">raw</a>{% endif %}{% endfor %}'
+    )
+    page = client.get(run.get_absolute_url())
+    rows = page.context["rows"]
+    assert len(rows) == 3
+    for row in rows:
+        res = row["result"]
+        RawOutput.objects.filter(result=res, repeat=1).delete()
+        fresh = run.results.get(pk=res.pk)
+        for metric in (row["metric"], "iops", None):
+            before = old.render(
+                Context(
+                    {
+                        "repeats": list(fresh.measurements.all()),
+                        "raw_repeats": {r.repeat for r in fresh.raw_outputs.all()},
+                        "result": fresh,
+                        "metric": metric,
+                        "run": run,
+                    }
+                )
+            )
+            page_run = reads.run_detail(run.pk)
+            again = next(r for r in page_run.results.all() if r.pk == res.pk)
+            after = new.render(
+                Context({"cells": present.repeat_cells(page_run, again, metric)})
+            )
+            assert after == before
+            assert before.count("<span>") == 3
+        assert "raw</a>" in before
+
+
+def test_run_page_queries_are_fixed(client, fio, shapes):
+    def queries(url: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert client.get(url).status_code == 200
+        return len(ctx.captured_queries)
+
+    small = store_bundle(make_bundle(fio, tests=(READ,)))
+    big = shapes["guest"]
+    # run, results, repeats, raw formats, baseline results, repeat values
+    assert queries(big.get_absolute_url()) == 6
+    assert queries(small.get_absolute_url()) == 4  # no baseline
