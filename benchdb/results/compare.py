@@ -18,8 +18,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from django.conf import settings
-from django.db.models import Count, F, FloatField, Max, Min, QuerySet
+from django.db.models import Count, F, FloatField, JSONField, Max, Min, QuerySet
 from django.db.models.aggregates import Aggregate
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KT
 
 from benchdb.results import stats
 from benchdb.results.models import METRIC_FIELDS, Measurement, Result, Run
@@ -190,8 +192,22 @@ def equivalence_percent() -> float:
     )
 
 
-def _comparison_results(runs: list[Run]) -> list[Result]:
-    """Comparable results of the runs and of their visible host baselines."""
+# The main metrics' per-repeat values of a result, every direction: what
+# ``repeat_values`` gives, cut in PostgreSQL to the figures a comparison
+# shows, so the rest of the statistics JSON never leaves the database.  NULL
+# where ingest stored no values (older results: rebuilt from measurements).
+_MAIN_VALUES_SQL = (
+    "CASE WHEN jsonb_typeof(results_result.stats -> 'values') = 'object' THEN "
+    "COALESCE((SELECT jsonb_object_agg(d.key, jsonb_strip_nulls(jsonb_build_object("
+    + ", ".join(f"'{m}', d.value -> '{m}'" for m in MAIN_METRICS)
+    + "))) FROM jsonb_each(results_result.stats -> 'values') AS d), '{}'::jsonb) END"
+)
+
+
+def _comparison_results(runs: list[Run]) -> list[tuple]:
+    """Comparable results of the runs and of their visible host baselines:
+    (id, run id, test id, title, group, tool, comparability key, main
+    direction, main metrics' values).  Two queries."""
     run_ids = [r.pk for r in runs]
     baseline_ids = [r.baseline_id for r in runs if r.baseline_id] or [0]
     # A baseline only lends its figures to an overhead when it is listed
@@ -202,8 +218,18 @@ def _comparison_results(runs: list[Run]) -> list[Result]:
         Run.objects.listed().filter(pk__in=baseline_ids).values_list("pk", flat=True)
     )
     return list(
-        Result.objects.filter(comparable=True, run_id__in={*run_ids, *listed}).order_by(
-            "test_id", "run_id"
+        Result.objects.filter(comparable=True, run_id__in={*run_ids, *listed})
+        .order_by("test_id", "run_id")
+        .values_list(
+            "pk",
+            "run_id",
+            "test_id",
+            "title",
+            "group",
+            "tool",
+            "comparability_key",
+            KT("stats__main_direction"),
+            RawSQL(_MAIN_VALUES_SQL, [], output_field=JSONField()),
         )
     )
 
@@ -225,7 +251,11 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
     The reference is the first run unless given (it must be one of ``runs``).
     Tests only some runs have are listed under ``not_shared``.
 
-    Queries: two (results, then measurements), whatever the number of runs.
+    Every figure is what ``stats.summarize``, ``stats.compare_to_reference``
+    and ``stats.overhead`` give, computed at once for the whole comparison
+    (``stats.summaries``, ``stats.compare_families``, ``stats.ratios``).
+    Queries: two (the listed baselines, the results with their values),
+    whatever the number of runs; a third for results stored without values.
     """
     runs = list(runs)
     if not runs:
@@ -235,69 +265,69 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
     if reference.pk not in {r.pk for r in runs}:
         raise ValueError("the reference run must be one of the compared runs")
     run_ids = [r.pk for r in runs]
+    ref_id = reference.pk
+    others = [rid for rid in run_ids if rid != ref_id]
     baseline_of = {r.pk: r.baseline_id for r in runs if r.baseline_id}
-    by_key: dict[str, dict[int, Result]] = defaultdict(dict)
-    for res in _comparison_results(runs):
-        by_key[res.comparability_key][res.run_id] = res
+    by_key: dict[str, dict[int, tuple]] = defaultdict(dict)
+    for row in _comparison_results(runs):
+        by_key[row[6]][row[1]] = row
     shared = {k: v for k, v in by_key.items() if all(rid in v for rid in run_ids)}
-    values = repeat_values([res.pk for v in shared.values() for res in v.values()])
+    values = {}
+    for per_run in shared.values():
+        for row in per_run.values():
+            if row[8] is not None:
+                values[row[0]] = row[8]
+    missing = [row[0] for per_run in shared.values() for row in per_run.values()]
+    missing = [pk for pk in missing if pk not in values]
+    if missing:
+        values.update(_measured_values(missing))
     margin = equivalence_percent()
+    samples: dict[tuple, stats.Sample] = {}
 
-    def samples_of(result: Result | None, direction, metric) -> list:
-        if result is None:
-            return []
-        return values.get(result.pk, {}).get(direction, {}).get(metric, [])
+    def sample_of(row: tuple | None, direction, metric) -> stats.Sample:
+        key = (row and row[0], direction, metric)
+        found = samples.get(key)
+        if found is None:
+            raw = [] if row is None else _values_of(values, row[0], direction, metric)
+            found = samples[key] = stats.Sample(raw, metric not in PERCENTILE_METRICS)
+        return found
 
-    tests = []
-    for key, per_run in sorted(shared.items(), key=lambda kv: _sort_key(kv)):
-        ref_result = per_run[reference.pk]
-        direction = (ref_result.stats or {}).get("main_direction")
+    # First what to compute, in display order; then every figure at once.
+    tests, figures, families, pairs = [], [], [], []
+    for key, per_run in sorted(shared.items(), key=_sort_key):
+        ref_row = per_run[ref_id]
+        direction = ref_row[7]
         metrics = []
         for metric, info in MAIN_METRICS.items():
-            samples = {
-                rid: samples_of(per_run[rid], direction, metric) for rid in run_ids
+            raw = {
+                rid: _values_of(values, per_run[rid][0], direction, metric)
+                for rid in run_ids
             }
-            if not any(samples.values()):
+            if not any(raw.values()):
                 continue
             hib = info["higher_is_better"]
-            others = [rid for rid in run_ids if rid != reference.pk]
             percentile = metric in PERCENTILE_METRICS
-            verdicts = {}
-            if not percentile:
-                compared = stats.compare_to_reference(
-                    samples[reference.pk], [samples[r] for r in others], hib, margin
-                )
-                verdicts = dict(zip(others, compared, strict=True))
             entries = []
             for rid in run_ids:
-                entry = _entry(rid, samples[rid], percentile)
-                v = verdicts.get(rid)
-                if v is not None:
-                    entry.update(
-                        {
-                            "delta_percent": v["percent"],
-                            "ratio": v["ratio"],
-                            "ratio_low": v["low"],
-                            "ratio_high": v["high"],
-                            "p_value": v["p"],
-                            "p_adjusted": v["p_adjusted"],
-                            "p_text": v["p_text"],
-                            "verdict": v["verdict"],
-                            "verdict_text": v["text"],
-                            "repeats_needed": v["repeats_needed"],
-                            "better": {stats.FASTER: True, stats.SLOWER: False}.get(
-                                v["verdict"]
-                            )
-                            if hib is not None
-                            else None,
-                        }
-                    )
-                host = by_key[key].get(baseline_of.get(rid))
-                if host is not None and not percentile:
-                    entry["overhead"] = stats.overhead(
-                        samples[rid], samples_of(host, direction, metric), hib
-                    )
+                entry = _blank_entry(rid, raw[rid])
                 entries.append(entry)
+                own = sample_of(per_run[rid], direction, metric)
+                if percentile:
+                    _fill_range(entry, own)
+                    continue
+                figures.append((entry, own))
+                host = by_key[key].get(baseline_of.get(rid))
+                if host is not None:
+                    pairs.append((entry, hib, sample_of(host, direction, metric), own))
+            if not percentile:
+                families.append(
+                    (
+                        entries,
+                        hib,
+                        sample_of(ref_row, direction, metric),
+                        [sample_of(per_run[rid], direction, metric) for rid in others],
+                    )
+                )
             metrics.append(
                 {
                     "metric": metric,
@@ -309,27 +339,58 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
             )
         tests.append(
             {
-                "test_id": ref_result.test_id,
-                "title": ref_result.title or ref_result.test_id,
-                "group": ref_result.group,
-                "tool": ref_result.tool,
+                "test_id": ref_row[2],
+                "title": ref_row[3] or ref_row[2],
+                "group": ref_row[4],
+                "tool": ref_row[5],
                 "comparability_key": key,
                 "direction": direction,
-                "main_metric": main_metric(ref_result.test_id),
+                "main_metric": main_metric(ref_row[2]),
                 "metrics": metrics,
             }
         )
+    for (entry, _own), summary in zip(
+        figures, stats.summaries([own for _e, own in figures]), strict=True
+    ):
+        _fill_summary(entry, summary)
+    answers = stats.compare_families(
+        [(ref, rest, hib) for _entries, hib, ref, rest in families], margin
+    )
+    for (entries, hib, _ref, _rest), family in zip(families, answers, strict=True):
+        by_run = dict(zip(others, family, strict=True))
+        for entry in entries:
+            v = by_run.get(entry["run"])
+            if v is None:
+                continue
+            entry["delta_percent"] = v["percent"]
+            entry["ratio"] = v["ratio"]
+            entry["ratio_low"] = v["low"]
+            entry["ratio_high"] = v["high"]
+            entry["p_value"] = v["p"]
+            entry["p_adjusted"] = v["p_adjusted"]
+            entry["p_text"] = v["p_text"]
+            entry["verdict"] = v["verdict"]
+            entry["verdict_text"] = v["text"]
+            entry["repeats_needed"] = v["repeats_needed"]
+            entry["better"] = (
+                {stats.FASTER: True, stats.SLOWER: False}.get(v["verdict"])
+                if hib is not None
+                else None
+            )
+    overheads = stats.ratios([(host, own) for _e, _h, host, own in pairs])
+    for (entry, hib, _host, _own), r in zip(pairs, overheads, strict=True):
+        entry["overhead"] = stats.overhead_of(r, hib)
     not_shared = sorted(
         {
-            per_run[next(iter(per_run))].test_id
-            for k, per_run in by_key.items()
+            per_run[next(iter(per_run))][2]
+            for per_run in by_key.values()
             if any(rid in per_run for rid in run_ids)
         }
         - {t["test_id"] for t in tests}
     )
     return {
         "runs": [_run_label(r) for r in runs],
-        "reference": reference.pk,
+        "reference": ref_id,
         "equivalence_percent": margin,
         "interval_explanation": stats.INTERVAL_EXPLANATION,
         "verdict_explanation": stats.VERDICT_EXPLANATION.format(margin=margin),
@@ -338,9 +399,22 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
     }
 
 
-def _entry(run_id: int, values: list, percentile: bool) -> dict:
-    """One run's figure in a comparison, before it is set against the reference."""
-    entry = {
+PERCENTILE_NOTE = "percentiles of repeats are not averaged: range shown"
+_SUMMARY_KEYS = (
+    "mean",
+    "gmean",
+    "stdev",
+    "ci95_low",
+    "ci95_high",
+    "min",
+    "max",
+    "note",
+)
+
+
+def _blank_entry(run_id: int, values: list) -> dict:
+    """One run's figure in a comparison, before its statistics are filled in."""
+    return {
         "run": run_id,
         "n": len(values),
         "mean": None,
@@ -365,20 +439,33 @@ def _entry(run_id: int, values: list, percentile: bool) -> dict:
         "better": None,
         "overhead": None,
     }
-    if percentile:
-        rng = stats.percentile_range(values)
-        entry.update(
-            {
-                "min": rng["min"],
-                "max": rng["max"],
-                "note": "percentiles of repeats are not averaged: range shown",
-            }
-        )
-        return entry
-    summary = stats.summarize(values)
-    for k in ("mean", "gmean", "stdev", "ci95_low", "ci95_high", "min", "max", "note"):
+
+
+def _fill_summary(entry: dict, summary: dict) -> None:
+    for k in _SUMMARY_KEYS:
         entry[k] = summary[k]
+
+
+def _fill_range(entry: dict, sample: stats.Sample) -> None:
+    """Percentiles of repeats are never averaged: each value and the range."""
+    entry["min"], entry["max"] = sample.min, sample.max
+    entry["note"] = PERCENTILE_NOTE
+
+
+def _entry(run_id: int, values: list, percentile: bool) -> dict:
+    """One run's figure in a comparison, before it is set against the
+    reference (as ``build_comparison`` fills it in)."""
+    entry = _blank_entry(run_id, values)
+    sample = stats.Sample(values)
+    if percentile:
+        _fill_range(entry, sample)
+    else:
+        _fill_summary(entry, stats.summaries([sample])[0])
     return entry
+
+
+def _values_of(values: dict, pk: int, direction, metric: str) -> list:
+    return values.get(pk, {}).get(direction, {}).get(metric, [])
 
 
 def extremes(data: dict) -> list[dict]:
@@ -467,10 +554,11 @@ def main_metric(test_id: str) -> str | None:
     return metric if metric in MAIN_METRICS else None
 
 
-def _sort_key(item: tuple[str, dict[int, Result]]) -> tuple:
+def _sort_key(item: tuple[str, dict[int, tuple]]) -> tuple:
+    """Group, test id, key: of the key's first result (``_comparison_results``)."""
     per_run = item[1]
     first = per_run[next(iter(per_run))]
-    return (first.group, first.test_id, item[0])
+    return (first[4], first[2], item[0])
 
 
 class PercentileCont(Aggregate):

@@ -88,6 +88,9 @@ VERDICT_EXPLANATION = (
     "shown; 'equivalent' means the whole interval is within ±{margin:g}%."
 )
 
+# ``verdict(needed=...)`` left out: compute ``repeats_needed`` there.
+_COMPUTE = object()
+
 # Verdict codes (``verdict()["verdict"]``).
 FASTER = "faster"
 SLOWER = "slower"
@@ -144,15 +147,6 @@ def t_two_sided_p(t: float, df: float) -> float:
     return float(2.0 * special.stdtr(df, -abs(t)))
 
 
-def _log_interval(xs: list[float], confidence: float = CONFIDENCE):
-    """(gmean, low, high) of positive values; interval None below MIN_REPEATS."""
-    m, sd = _mean_sd([math.log(v) for v in xs])
-    if len(xs) < MIN_REPEATS:
-        return math.exp(m), None, None
-    half = t_quantile(confidence, len(xs) - 1) * sd / math.sqrt(len(xs))
-    return math.exp(m), math.exp(m - half), math.exp(m + half)
-
-
 def is_percentile(metric: str) -> bool:
     """A latency percentile (``clat_p50_ns``, ``clat_p99_ns``…): never averaged."""
     return metric.startswith("clat_p")
@@ -188,29 +182,7 @@ def summarize(values: Sequence[float]) -> dict:
     is no interval.  A figure that is zero in some repeat (nothing measured)
     gets no log-scale figures at all.
     """
-    xs = _floats(values)
-    n = len(xs)
-    m, sd = _mean_sd(xs) if n else (None, None)
-    out = {
-        "n": n,
-        "mean": m,
-        "stdev": sd,
-        "gmean": None,
-        "ci95_low": None,
-        "ci95_high": None,
-        "cv": (sd / m) if (sd is not None and m) else None,
-        "min": min(xs) if n else None,
-        "max": max(xs) if n else None,
-        "interval": "log-t",
-        "note": None,
-    }
-    if n and min(xs) > 0:
-        out["gmean"], out["ci95_low"], out["ci95_high"] = _log_interval(xs)
-    if n < MIN_REPEATS:
-        out["note"] = NOT_ENOUGH
-    elif out["ci95_low"] is None:
-        out["note"] = "no interval: a repeat measured zero"
-    return out
+    return summaries([Sample(values)])[0]
 
 
 def welch(a: Sequence[float], b: Sequence[float]) -> dict:
@@ -245,43 +217,7 @@ def ratio(
     Swapping the two sides gives 1/ratio, 1/high…1/low and the same p.
     Non-positive values have no logarithm: the answer is all None then.
     """
-    xs, ys = _floats(reference), _floats(other)
-    nx, ny = len(xs), len(ys)
-    out = {
-        "ratio": None,
-        "low": None,
-        "high": None,
-        "p": None,
-        "df": None,
-        "se_log": None,
-        "n_reference": nx,
-        "n_other": ny,
-        "sd_log_reference": None,
-        "sd_log_other": None,
-    }
-    if not nx or not ny or min(xs) <= 0 or min(ys) <= 0:
-        return out
-    mx, sx = _mean_sd([math.log(v) for v in xs])
-    my, sy = _mean_sd([math.log(v) for v in ys])
-    diff = my - mx
-    out["ratio"] = math.exp(diff)
-    if nx < MIN_REPEATS or ny < MIN_REPEATS:
-        return out
-    out["sd_log_reference"], out["sd_log_other"] = sx, sy
-    va, vb = sx**2 / nx, sy**2 / ny
-    se = math.sqrt(va + vb)
-    out["se_log"] = se
-    if se == 0.0:
-        # No spread on either side: the ratio is what it is.
-        out["low"] = out["high"] = out["ratio"]
-        out["p"] = 1.0 if diff == 0 else 0.0
-        return out
-    df = (va + vb) ** 2 / (va**2 / (nx - 1) + vb**2 / (ny - 1))
-    half = t_quantile(confidence, df) * se
-    out["low"], out["high"] = math.exp(diff - half), math.exp(diff + half)
-    out["df"] = df
-    out["p"] = t_two_sided_p(diff / se, df)
-    return out
+    return ratios([(Sample(reference), Sample(other))], confidence)[0]
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
@@ -333,27 +269,9 @@ def repeats_needed(
     t(n) * sqrt((s_a² + s_b²) / n) < log(1 + margin) / 2; None without a
     noise estimate, and ``limit`` + 1 meaning "more than is practical".
     """
-    if sd_log_reference is None or sd_log_other is None:
-        return None
-    var = sd_log_reference**2 + sd_log_other**2
-    target = math.log1p(margin_percent / 100.0) / 2.0
-    if var == 0.0:
-        return MIN_REPEATS
-    ratio = var**2 / (sd_log_reference**4 + sd_log_other**4)
-
-    def decides(n: int) -> bool:
-        # Welch degrees of freedom with n repeats on both sides.
-        return t_quantile(confidence, (n - 1) * ratio) * math.sqrt(var / n) < target
-
-    # t > z, so the normal approximation's n is a lower bound; the half-width
-    # shrinks as n grows, so the first n from there that decides is the one.
-    z = float(special.ndtri(0.5 + confidence / 2.0))
-    n = max(MIN_REPEATS, math.ceil(z * z * var / (target * target)))
-    if n > limit or not decides(limit):
-        return limit + 1
-    while not decides(n):
-        n += 1
-    return n
+    return repeats_needed_many(
+        [(sd_log_reference, sd_log_other)], margin_percent, confidence, limit
+    )[0]
 
 
 def equivalence_band(margin_percent: float = EQUIVALENCE_PERCENT) -> tuple:
@@ -367,6 +285,8 @@ def verdict(
     p_adjusted: float | None,
     higher_is_better: bool | None,
     margin_percent: float = EQUIVALENCE_PERCENT,
+    *,
+    needed: int | None | object = _COMPUTE,
 ) -> dict:
     """Which of the three verdicts a ratio (from ``ratio()``) supports.
 
@@ -375,6 +295,8 @@ def verdict(
     (so +20% latency reads "slower by 20.0%").  For a figure with no better
     direction (``higher_is_better`` None) a real difference is "higher" or
     "lower" in the text and ``faster``/``slower`` stand for up/down.
+    ``needed``: ``repeats_needed()`` of this ratio when the caller computed
+    it already (``repeats_needed_many``).
     """
     out = {
         "verdict": CANNOT_TELL,
@@ -419,8 +341,12 @@ def verdict(
             f"no difference larger than {margin_percent:g}% (equivalent; {ci})"
         )
     else:
-        need = repeats_needed(
-            r.get("sd_log_reference"), r.get("sd_log_other"), margin_percent
+        need = (
+            repeats_needed(
+                r.get("sd_log_reference"), r.get("sd_log_other"), margin_percent
+            )
+            if needed is _COMPUTE
+            else needed
         )
         out["repeats_needed"] = need
         if need is None:
@@ -444,17 +370,30 @@ def compare_to_reference(
     Per other sample: ``ratio()``'s figures, ``p`` (unadjusted),
     ``p_adjusted`` (Holm over this family), ``p_text`` and the verdict.
     """
-    ratios = [ratio(reference, o) for o in others]
+    samples = [Sample(o) for o in others]
+    families = [(Sample(reference), samples, higher_is_better)]
+    return compare_families(families, margin_percent)[0]
+
+
+def _family(
+    ratios: list[dict],
+    higher_is_better: bool | None,
+    margin_percent: float,
+    needed: Sequence,
+) -> list[dict]:
+    """``compare_to_reference``'s answers from its ratios (Holm over them)
+    and their ``repeats_needed``."""
     adjusted = holm([r["p"] for r in ratios])
+    family_size = sum(1 for x in adjusted if x is not None)
     out = []
-    for r, p_adj in zip(ratios, adjusted, strict=True):
-        v = verdict(r, p_adj, higher_is_better, margin_percent)
+    for r, p_adj, need in zip(ratios, adjusted, needed, strict=True):
+        v = verdict(r, p_adj, higher_is_better, margin_percent, needed=need)
         out.append(
             {
                 **r,
                 "p_adjusted": p_adj,
                 "p_text": format_p(p_adj) if p_adj is not None else None,
-                "family_size": sum(1 for x in adjusted if x is not None),
+                "family_size": family_size,
                 **v,
             }
         )
@@ -472,7 +411,11 @@ def overhead(
     ``slower`` says whether the guest is worse than the host, taking the
     figure's direction into account (None when not significant).
     """
-    r = ratio(host, guest)
+    return overhead_of(ratio(host, guest), higher_is_better)
+
+
+def overhead_of(r: dict, higher_is_better: bool | None) -> dict:
+    """``overhead()`` from ``ratio(host, guest)``, computed already."""
     out = {
         "ratio": r["ratio"],
         "low": r["low"],
@@ -493,6 +436,215 @@ def overhead(
     out["text"] = f"guest {r['ratio']:.2f}× host (CI {r['low']:.2f}…{r['high']:.2f})"
     if r["p"] is not None and r["p"] < ALPHA and higher_is_better is not None:
         out["slower"] = (r["ratio"] < 1.0) if higher_is_better else (r["ratio"] > 1.0)
+    return out
+
+
+# Batched: a comparison's every figure at once ---------------------------------
+# A comparison of ten runs sets about a thousand samples against their
+# references.  These give exactly what ``summarize``, ``ratio``,
+# ``compare_to_reference`` and ``overhead`` give one sample or pair at a time
+# (tests/results/test_batched_stats.py compares them value for value): the
+# same arithmetic in the same order, on each sample's figures computed once
+# (``Sample``), with SciPy's t functions called once over arrays of every
+# pair's degrees of freedom instead of once per pair.
+
+
+class Sample:
+    """One run's repeats of one figure, with what every answer about it uses.
+
+    ``xs`` the values as floats (None dropped), ``n``, ``min``, ``max``;
+    ``log_mean`` and ``log_sd`` (n - 1; None below two values) of the
+    logarithms, None unless every value is positive (or ``logs`` is false:
+    a percentile, never averaged).
+    """
+
+    __slots__ = ("xs", "n", "min", "max", "log_mean", "log_sd")
+
+    def __init__(self, values: Sequence[float] | None, logs: bool = True):
+        xs = _floats(values)
+        self.xs = xs
+        self.n = len(xs)
+        self.min = self.max = self.log_mean = self.log_sd = None
+        if not xs:
+            return
+        self.min, self.max = min(xs), max(xs)
+        if logs and self.min > 0:
+            self.log_mean, self.log_sd = _mean_sd([math.log(v) for v in xs])
+
+
+def _t_quantiles(dfs: Sequence[float], confidence: float = CONFIDENCE) -> list:
+    """``t_quantile`` of each degrees of freedom: one ufunc call."""
+    if not dfs:
+        return []
+    q = special.stdtrit(np.asarray(dfs, dtype=float), 0.5 + confidence / 2.0)
+    return q.tolist()
+
+
+def summaries(samples: Sequence[Sample], confidence: float = CONFIDENCE) -> list:
+    """``summarize(values)`` of each sample, in order: the t quantile of
+    each sample size once, in one call."""
+    sizes = sorted(
+        {s.n for s in samples if s.log_mean is not None and s.n >= MIN_REPEATS}
+    )
+    quantile = dict(
+        zip(sizes, _t_quantiles([n - 1 for n in sizes], confidence), strict=True)
+    )
+    out = []
+    for s in samples:
+        n = s.n
+        m, sd = _mean_sd(s.xs) if n else (None, None)
+        answer = {
+            "n": n,
+            "mean": m,
+            "stdev": sd,
+            "gmean": None,
+            "ci95_low": None,
+            "ci95_high": None,
+            "cv": (sd / m) if (sd is not None and m) else None,
+            "min": s.min,
+            "max": s.max,
+            "interval": "log-t",
+            "note": None,
+        }
+        if s.log_mean is not None:
+            lm = s.log_mean
+            answer["gmean"] = math.exp(lm)
+            if n >= MIN_REPEATS:
+                half = quantile[n] * s.log_sd / math.sqrt(n)
+                answer["ci95_low"] = math.exp(lm - half)
+                answer["ci95_high"] = math.exp(lm + half)
+        if n < MIN_REPEATS:
+            answer["note"] = NOT_ENOUGH
+        elif answer["ci95_low"] is None:
+            answer["note"] = "no interval: a repeat measured zero"
+        out.append(answer)
+    return out
+
+
+def ratios(
+    pairs: Sequence[tuple[Sample, Sample]], confidence: float = CONFIDENCE
+) -> list[dict]:
+    """``ratio(reference, other)`` of each (reference, other) pair, in order:
+    the t quantiles and p-values of every pair in one call each."""
+    out, pending = [], []
+    for ref, other in pairs:
+        nx, ny = ref.n, other.n
+        r = {
+            "ratio": None,
+            "low": None,
+            "high": None,
+            "p": None,
+            "df": None,
+            "se_log": None,
+            "n_reference": nx,
+            "n_other": ny,
+            "sd_log_reference": None,
+            "sd_log_other": None,
+        }
+        out.append(r)
+        if ref.log_mean is None or other.log_mean is None:
+            continue
+        sx, sy = ref.log_sd, other.log_sd
+        diff = other.log_mean - ref.log_mean
+        r["ratio"] = math.exp(diff)
+        if nx < MIN_REPEATS or ny < MIN_REPEATS:
+            continue
+        r["sd_log_reference"], r["sd_log_other"] = sx, sy
+        va, vb = sx**2 / nx, sy**2 / ny
+        se = math.sqrt(va + vb)
+        r["se_log"] = se
+        if se == 0.0:
+            r["low"] = r["high"] = r["ratio"]
+            r["p"] = 1.0 if diff == 0 else 0.0
+            continue
+        df = (va + vb) ** 2 / (va**2 / (nx - 1) + vb**2 / (ny - 1))
+        pending.append((r, diff, se, df))
+    if pending:
+        dfs = np.asarray([df for _r, _d, _s, df in pending], dtype=float)
+        quantiles = special.stdtrit(dfs, 0.5 + confidence / 2.0).tolist()
+        ts = np.asarray([-abs(d / se) for _r, d, se, _df in pending], dtype=float)
+        ps = (2.0 * special.stdtr(dfs, ts)).tolist()
+        for (r, diff, se, df), q, p in zip(pending, quantiles, ps, strict=True):
+            half = q * se
+            r["low"], r["high"] = math.exp(diff - half), math.exp(diff + half)
+            r["df"] = df
+            r["p"] = p
+    return out
+
+
+def repeats_needed_many(
+    sds: Sequence[tuple[float | None, float | None]],
+    margin_percent: float = EQUIVALENCE_PERCENT,
+    confidence: float = CONFIDENCE,
+    limit: int = 1000,
+) -> list[int | None]:
+    """``repeats_needed(a, b, margin_percent)`` of each (a, b), in order: the
+    same search, every pair's next n tried in one ufunc call."""
+    out: list[int | None] = [None] * len(sds)
+    target = math.log1p(margin_percent / 100.0) / 2.0
+    z = float(special.ndtri(0.5 + confidence / 2.0))
+    todo = []
+    for i, (a, b) in enumerate(sds):
+        if a is None or b is None:
+            continue
+        var = a**2 + b**2
+        if var == 0.0:
+            out[i] = MIN_REPEATS
+            continue
+        ratio = var**2 / (a**4 + b**4)
+        n = max(MIN_REPEATS, math.ceil(z * z * var / (target * target)))
+        if n > limit:
+            out[i] = limit + 1
+            continue
+        todo.append((i, n, var, ratio))
+    if not todo:
+        return out
+    index = np.asarray([t[0] for t in todo])
+    n = np.asarray([t[1] for t in todo], dtype=np.int64)
+    var = np.asarray([t[2] for t in todo], dtype=float)
+    rat = np.asarray([t[3] for t in todo], dtype=float)
+    p = 0.5 + confidence / 2.0
+
+    def decides(n, var, rat):
+        return special.stdtrit((n - 1) * rat, p) * np.sqrt(var / n) < target
+
+    ok = decides(np.full(n.shape, limit, dtype=np.int64), var, rat)
+    for i in index[~ok].tolist():
+        out[i] = limit + 1
+    index, n, var, rat = index[ok], n[ok], var[ok], rat[ok]
+    while index.size:
+        done = decides(n, var, rat)
+        for i, k in zip(index[done].tolist(), n[done].tolist(), strict=True):
+            out[i] = k
+        keep = ~done
+        index, n, var, rat = index[keep], n[keep] + 1, var[keep], rat[keep]
+    return out
+
+
+def compare_families(
+    families: Sequence[tuple[Sample, Sequence[Sample], bool | None]],
+    margin_percent: float = EQUIVALENCE_PERCENT,
+) -> list[list[dict]]:
+    """``compare_to_reference`` of each (reference, others, higher_is_better)
+    family, in order, every pair's ratio and repeats-needed computed at once."""
+    pairs = [(ref, o) for ref, others, _hib in families for o in others]
+    answers = ratios(pairs)
+    needed = repeats_needed_many(
+        [
+            (r["sd_log_reference"], r["sd_log_other"])
+            if r["low"] is not None
+            else (None, None)
+            for r in answers
+        ],
+        margin_percent,
+    )
+    out, at = [], 0
+    for _ref, others, hib in families:
+        k = len(others)
+        out.append(
+            _family(answers[at : at + k], hib, margin_percent, needed[at : at + k])
+        )
+        at += k
     return out
 
 
