@@ -14,14 +14,14 @@ the repeats can and cannot tell.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from django.conf import settings
-from django.db.models import Count, F, FloatField, JSONField, Max, Min, QuerySet
+from django.db import connection
+from django.db.models import Count, F, FloatField, Max, Min, QuerySet
 from django.db.models.aggregates import Aggregate
-from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import KT
 
 from benchdb.results import stats
 from benchdb.results.models import METRIC_FIELDS, Measurement, Result, Run
@@ -192,22 +192,30 @@ def equivalence_percent() -> float:
     )
 
 
-# The main metrics' per-repeat values of a result, every direction: what
-# ``repeat_values`` gives, cut in PostgreSQL to the figures a comparison
-# shows, so the rest of the statistics JSON never leaves the database.  NULL
-# where ingest stored no values (older results: rebuilt from measurements).
-_MAIN_VALUES_SQL = (
-    "CASE WHEN jsonb_typeof(results_result.stats -> 'values') = 'object' THEN "
+# The comparable results of some runs with their main metrics' per-repeat
+# values, every direction: what ``repeat_values`` gives, cut in PostgreSQL to
+# the figures a comparison shows, so the rest of the statistics JSON never
+# leaves the database.  The values are NULL where ingest stored none (older
+# results: rebuilt from measurements).  ``stats || '{}'`` decompresses the
+# TOASTed JSON once per row (fenced by OFFSET 0) instead of once per
+# operator: 15 -> 10 ms for the 480 results of ten runs and their hosts.
+_RESULTS_SQL = (
+    'SELECT r.id, r.run_id, r.test_id, r.title, r."group", r.tool, '
+    "r.comparability_key, x.s ->> 'main_direction', "
+    "CASE WHEN jsonb_typeof(x.s -> 'values') = 'object' THEN "
     "COALESCE((SELECT jsonb_object_agg(d.key, jsonb_strip_nulls(jsonb_build_object("
     + ", ".join(f"'{m}', d.value -> '{m}'" for m in MAIN_METRICS)
-    + "))) FROM jsonb_each(results_result.stats -> 'values') AS d), '{}'::jsonb) END"
+    + "))) FROM jsonb_each(x.s -> 'values') AS d), '{}'::jsonb) END "
+    "FROM results_result r "
+    "CROSS JOIN LATERAL (SELECT r.stats || '{}'::jsonb AS s OFFSET 0) x "
+    "WHERE r.comparable AND r.run_id = ANY(%s) ORDER BY r.test_id, r.run_id"
 )
 
 
 def _comparison_results(runs: list[Run]) -> list[tuple]:
     """Comparable results of the runs and of their visible host baselines:
     (id, run id, test id, title, group, tool, comparability key, main
-    direction, main metrics' values).  Two queries."""
+    direction, main metrics' values), by test id and run.  Two queries."""
     run_ids = [r.pk for r in runs]
     baseline_ids = [r.baseline_id for r in runs if r.baseline_id] or [0]
     # A baseline only lends its figures to an overhead when it is listed
@@ -217,21 +225,16 @@ def _comparison_results(runs: list[Run]) -> list[tuple]:
     listed = (
         Run.objects.listed().filter(pk__in=baseline_ids).values_list("pk", flat=True)
     )
-    return list(
-        Result.objects.filter(comparable=True, run_id__in={*run_ids, *listed})
-        .order_by("test_id", "run_id")
-        .values_list(
-            "pk",
-            "run_id",
-            "test_id",
-            "title",
-            "group",
-            "tool",
-            "comparability_key",
-            KT("stats__main_direction"),
-            RawSQL(_MAIN_VALUES_SQL, [], output_field=JSONField()),
-        )
-    )
+    ids = sorted({*run_ids, *listed})
+    with connection.cursor() as cursor:
+        cursor.execute(_RESULTS_SQL, [ids])
+        rows = cursor.fetchall()
+    return [(*row[:8], None if row[8] is None else _json(row[8])) for row in rows]
+
+
+def _json(value):
+    """A jsonb column as psycopg hands it over (text, or already parsed)."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
