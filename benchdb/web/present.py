@@ -150,6 +150,11 @@ def _slug(group: str) -> str:
     return "group-" + (slugify(group) or "other")
 
 
+def group_slug(test: dict) -> str:
+    """The slug of the group a comparison's test is shown in."""
+    return _slug(test["group"] or "other")
+
+
 def mark(entry: dict, is_reference: bool) -> str:
     """A bar's significance against the reference, in one or two characters
     plus a word: ▲ better, ▼ worse, = same, ? cannot tell."""
@@ -201,10 +206,16 @@ def _family(test: dict) -> str:
     return head if head and tail[:1].isdigit() else test["test_id"].split("-q")[0]
 
 
-def chart_groups(data: dict, labels: dict) -> list[dict]:
+def entry_count(data: dict) -> int:
+    """How many figures (table rows) a comparison has: tests x figures x runs."""
+    return sum(len(m["runs"]) for t in data["tests"] for m in t["metrics"])
+
+
+def chart_groups(data: dict, labels: dict, rows: bool = True) -> list[dict]:
     """The comparison's tests as groups of charts.
 
-    Each group: title, the tests' rows (for its table) and charts.  A chart
+    Each group: title, the tests' rows (for its table; empty unless
+    ``rows``), their number (``size``) and charts.  A chart
     is one figure (metric) over the group's tests: horizontal bars, one
     category per test (full title), one dataset per run labelled by what
     differs, each bar with its interval (never below zero) and its mark
@@ -223,19 +234,13 @@ def chart_groups(data: dict, labels: dict) -> list[dict]:
     )
     for name in order:
         tests = by_group[name]
-        rows = []
-        for test in tests:
-            for m in test["metrics"]:
-                for e in m["runs"]:
-                    rows.append(
-                        _row(test, m, e, labels[e["run"]], e["run"] == reference)
-                    )
         group = {
             "name": name,
             "slug": _slug(name),
             "title": GROUP_TITLES.get(name, name),
             "count": len(tests),
-            "rows": rows,
+            "size": entry_count({"tests": tests}),
+            "rows": _rows(tests, labels, reference) if rows else [],
             "bars": [],
             "lines": [],
         }
@@ -245,6 +250,15 @@ def chart_groups(data: dict, labels: dict) -> list[dict]:
             group["bars"] = _bar_charts(tests, labels, run_ids, reference)
         groups.append(group)
     return groups
+
+
+def _rows(tests: list[dict], labels: dict, reference: int) -> list[dict]:
+    return [
+        _row(test, m, e, labels[e["run"]], e["run"] == reference)
+        for test in tests
+        for m in test["metrics"]
+        for e in m["runs"]
+    ]
 
 
 def _row(test: dict, m: dict, e: dict, label: str, is_reference: bool) -> dict:

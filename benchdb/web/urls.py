@@ -19,6 +19,8 @@ urlpatterns = [
     ),
     path("compare/", views.compare, name="compare"),
     path("compare/csv/", views.compare_csv, name="compare-csv"),
+    path("compare/table/", views.compare_table, name="compare-table"),
+    path("compare/markdown/", views.compare_markdown, name="compare-markdown"),
     path("compare/save/", views.compare_save, name="compare-save"),
     path("c/<slug:slug>", views.comparison_share, name="comparison-share"),
     path("sweeps/<str:sweep_id>/", sweeps.sweep, name="sweep"),

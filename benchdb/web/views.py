@@ -16,6 +16,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.core.paginator import Paginator
+from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -193,21 +194,41 @@ def _run_ids(value: str | list) -> list[int]:
     return ids
 
 
-def _comparison_context(request, ids: list[int], ref_id: int | None) -> dict:
-    """The compare page's context; ValueError (400) or Http404 for bad input."""
+# Every figure's table is in the compare page while the comparison has at
+# most this many (rows: tests x figures x runs, ~500 bytes each); beyond it
+# each group's table is fetched when opened (``compare_table``), so ten runs
+# of the standard profile stay under 300 KB of HTML.
+INLINE_TABLE_ROWS = 300
+
+
+def _compared(request, ids: list[int], ref_id: int | None):
+    """``reads.comparison`` for a page; ValueError (400) or Http404."""
     try:
         runs, reference, data = reads.comparison(ids, ref_id, request.user)
     except reads.ReadError as exc:
         raise ValueError(exc.message) from None
     except reads.NotReadable as exc:
         raise Http404(f"no run {exc.run_ids[0]}") from None
+    return runs, reference, data
+
+
+def _comparison_context(request, ids: list[int], ref_id: int | None) -> dict:
+    """The compare page's context; ValueError (400) or Http404 for bad input."""
+    runs, reference, data = _compared(request, ids, ref_id)
     return _presented_comparison(runs, reference, data, ids)
 
 
+def _labels(runs: list[Run]) -> dict:
+    """``present.differences`` of the runs, their hardware read in two queries."""
+    prefetch_related_objects(runs, "hardware__cpu_model", "hardware__disk_model")
+    return present.differences(runs)
+
+
 def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
-    diff = present.differences(runs)
+    diff = _labels(runs)
     labels = diff["labels"]
-    groups = present.chart_groups(data, labels)
+    inline = present.entry_count(data) <= INLINE_TABLE_ROWS
+    groups = present.chart_groups(data, labels, rows=inline)
     chart_data = [
         {"slug": g["slug"], "bars": g["bars"], "lines": g["lines"]} for g in groups
     ]
@@ -215,13 +236,6 @@ def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
         {r.cache_mode for r in runs if r.cache_mode in agent_vocab.CACHE_MODE_SAFETY},
         key=CACHE_ORDER.index,
     )
-    rows = []
-    for test in data["tests"]:
-        for m in test["metrics"]:
-            for e in m["runs"]:
-                rows.append(
-                    {"test": test, "metric": m, "entry": e, "label": labels[e["run"]]}
-                )
     return {
         "data": data,
         "runs": runs,
@@ -229,10 +243,9 @@ def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
         "labels": labels,
         "differences": diff,
         "groups": groups,
-        "rows": rows,
+        "tables_inline": inline,
         "chart_data": chart_data,
         "safety": [(mode, *agent_vocab.CACHE_MODE_SAFETY[mode]) for mode in modes],
-        "markdown": present.markdown(groups),
         "ids": ",".join(str(i) for i in ids),
     }
 
@@ -274,11 +287,52 @@ def compare_csv(request):
     if error:
         return _bad_request_text(error)
     try:
-        context = _comparison_context(request, ids, ref_id)
+        _runs, _reference, data = _compared(request, ids, ref_id)
     except ValueError as exc:
         return _bad_request_text(str(exc))
     # The API's column set (benchdb/results/exports.py), streamed.
-    return exports.comparison_csv_response(context["data"])
+    return exports.comparison_csv_response(data)
+
+
+def compare_table(request):
+    """One group's table of every figure (``?group=`` its slug), as a page:
+    the compare page fetches it when the group's table is opened."""
+    ids, ref_id, error = _parse_compare_request(request)
+    if error:
+        return _bad_request(request, error)
+    slug = request.GET.get("group", "")
+    try:
+        runs, reference, data = _compared(request, ids, ref_id)
+    except ValueError as exc:
+        return _bad_request(request, str(exc))
+    tests = [t for t in data["tests"] if present.group_slug(t) == slug]
+    if not tests:
+        raise Http404("no such group of tests in this comparison")
+    [group] = present.chart_groups(
+        {**data, "tests": tests}, _labels(runs)["labels"], rows=True
+    )
+    context = {
+        "g": group,
+        "runs": runs,
+        "reference": reference,
+        "ids": ",".join(str(i) for i in ids),
+    }
+    return render(request, "web/compare_table.html", context)
+
+
+def compare_markdown(request):
+    """The comparison as a Markdown table (``present.markdown``), as text."""
+    ids, ref_id, error = _parse_compare_request(request)
+    if error:
+        return _bad_request_text(error)
+    try:
+        runs, _reference, data = _compared(request, ids, ref_id)
+    except ValueError as exc:
+        return _bad_request_text(str(exc))
+    groups = present.chart_groups(data, _labels(runs)["labels"], rows=True)
+    return HttpResponse(
+        present.markdown(groups), content_type="text/plain; charset=utf-8"
+    )
 
 
 def run_export(request):

@@ -10,6 +10,9 @@
  *         in numeric order, one line per run with its 95% band.
  * A group's charts are drawn when its <details> is open (the first time).
  * Every number is also in the group's table, which the canvas points to.
+ * A large comparison's tables are not in the page: each .table-slot
+ * [data-src] is a link to its table's page, fetched and put in its place
+ * when its <details> is opened.
  */
 (function () {
   "use strict";
@@ -204,21 +207,53 @@
     });
   }
 
+  function tables() {
+    document.querySelectorAll(".table-slot[data-src]").forEach((slot) => {
+      const details = slot.closest("details");
+      const load = () => {
+        if (slot.dataset.loading) return;
+        slot.dataset.loading = "1";
+        fetch(slot.dataset.src, { credentials: "same-origin" })
+          .then((r) => (r.ok ? r.text() : Promise.reject(new Error(r.statusText))))
+          .then((html) => {
+            // The table's own page, parsed inert; only its table is kept.
+            const doc = new DOMParser().parseFromString(html, "text/html");
+            const table = doc.querySelector(".table-fragment");
+            if (!table) throw new Error("no table");
+            slot.replaceWith(document.adoptNode(table));
+          })
+          .catch(() => { delete slot.dataset.loading; }); // the link stays
+      };
+      if (!details || details.open) load();
+      if (details) details.addEventListener("toggle", () => details.open && load());
+    });
+  }
+
   function copyMarkdown() {
+    // The Markdown is fetched when asked for (it is not in the page).
     const button = document.getElementById("copy-markdown");
-    const area = document.getElementById("markdown");
-    if (!button || !area) return;
+    if (!button || !button.dataset.src) return;
     button.addEventListener("click", () => {
-      area.select();
+      const src = button.dataset.src;
+      const text = fetch(src, { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.text() : Promise.reject(new Error(r.statusText))));
       const done = () => { button.textContent = "Copied"; };
-      if (navigator.clipboard) {
-        navigator.clipboard.writeText(area.value).then(done, () => document.execCommand("copy") && done());
-      } else if (document.execCommand("copy")) {
-        done();
+      const show = () => { window.location.href = src; }; // to copy by hand
+      const write = () => text.then((t) => navigator.clipboard.writeText(t));
+      if (!navigator.clipboard) {
+        show();
+      } else if (window.ClipboardItem && navigator.clipboard.write) {
+        // Safari copies only what the click itself promised.
+        const blob = text.then((t) => new Blob([t], { type: "text/plain" }));
+        navigator.clipboard.write([new ClipboardItem({ "text/plain": blob })])
+          .then(done, () => write().then(done, show));
+      } else {
+        write().then(done, show);
       }
     });
   }
 
   charts();
+  tables();
   copyMarkdown();
 })();
