@@ -46,6 +46,15 @@ FACETS = (
     "h.raid_level",
 )
 
+# Listed hosts counted under each other platform their guests run on (the
+# platform facet of home and browse).
+HOSTS_BY_GUEST_PLATFORM = (
+    "SELECT r.platform, count(DISTINCT r.baseline_id) "
+    "FROM results_run r JOIN results_run b ON b.id = r.baseline_id "
+    "WHERE b.visibility = 'public' AND NOT b.hidden "
+    "AND b.role = 'host' AND r.platform <> b.platform GROUP BY 1"
+)
+
 
 @dataclass
 class Endpoint:
@@ -221,13 +230,7 @@ def build(ctx: dict) -> list[Endpoint]:
                 ),
                 # The page's platform counts list a host baseline under its
                 # guests' platforms too (as browse's ?platform= filter does).
-                (
-                    "SELECT r.platform, count(DISTINCT r.baseline_id) "
-                    "FROM results_run r JOIN results_run b ON b.id = r.baseline_id "
-                    "WHERE b.visibility = 'public' AND NOT b.hidden "
-                    "AND b.role = 'host' AND r.platform <> b.platform GROUP BY 1",
-                    [],
-                ),
+                (HOSTS_BY_GUEST_PLATFORM, []),
                 # The published data sets it lists.
                 (
                     "SELECT r.id, r.title, r.cache_mode, r.citation FROM "
@@ -252,6 +255,8 @@ def build(ctx: dict) -> list[Endpoint]:
                     "ORDER BY r.created DESC, r.id DESC LIMIT 50",
                     [],
                 ),
+                # The platform facet counts a host under its guests' platforms.
+                (HOSTS_BY_GUEST_PLATFORM, []),
             ],
             kind="page",
             notes="count + 11 facets + page",
@@ -273,8 +278,32 @@ def build(ctx: dict) -> list[Endpoint]:
                     "ORDER BY r.created DESC, r.id DESC LIMIT 50",
                     [],
                 ),
+                # A chosen facet counts as if its own filter were off (its
+                # other values stay offered): one count per chosen facet.
+                (
+                    f"SELECT r.cache_mode, count(*) FROM {RUN_JOIN} "
+                    f"WHERE {VISIBLE} AND h.disk_type IN ('hdd') GROUP BY 1",
+                    [],
+                ),
+                (
+                    f"SELECT h.disk_type, count(*) FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "AND r.cache_mode IN ('none', 'writeback') GROUP BY 1",
+                    [],
+                ),
+                # Hosts of the filtered list under their guests' platforms.
+                (
+                    "SELECT r.platform, count(DISTINCT r.baseline_id) "
+                    "FROM results_run r JOIN results_run b ON b.id = r.baseline_id "
+                    "LEFT JOIN results_hardware h ON h.id = b.hardware_id "
+                    "WHERE b.visibility = 'public' AND NOT b.hidden "
+                    "AND b.role = 'host' AND b.cache_mode IN ('none', 'writeback') "
+                    "AND h.disk_type IN ('hdd') AND r.platform <> b.platform "
+                    "GROUP BY 1",
+                    [],
+                ),
             ],
             kind="page",
+            notes="facets (each chosen one without its own filter) + page",
         ),
         Endpoint(
             "page cache-mode report",

@@ -15,7 +15,6 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
-from django.core.paginator import Paginator
 from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -69,10 +68,12 @@ def run_list(request):
             },
             status=400,
         )
-    qs = present.with_headlines(filterset.qs)
+    # The columns a row shows, and the page's ids before its rows (as the
+    # API's list: reads.list_columns, reads.IdPaginator).
+    qs = present.with_headlines(reads.list_columns(filterset.qs))
     if by_headline:
         qs = present.order_by_headline(qs, ordering)
-    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    page = reads.IdPaginator(qs, 50).get_page(request.GET.get("page"))
     present.browse_overheads(page)
     present.label_host_platforms([r for r in page if r.role == "host"])
     query = request.GET.copy()

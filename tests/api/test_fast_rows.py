@@ -225,3 +225,33 @@ def test_run_page_queries_are_fixed(client, fio, shapes):
     # run, results, repeats, raw formats, baseline results, repeat values
     assert queries(big.get_absolute_url()) == 6
     assert queries(small.get_absolute_url()) == 4  # no baseline
+
+
+def test_browse_pages_by_ids_in_every_order(client, fio, shapes):
+    """The browse page pages by ids first too: a page holds the runs the
+    ordered list holds, sorted by a column or by a headline figure (the
+    offsets themselves: test_pages_by_ids_keep_order_count_and_every_run)."""
+    for _ in range(3):
+        store_bundle(make_bundle(fio))
+    from benchdb.results import reads
+    from benchdb.web import present
+
+    for ordering in ("", "title", "-disk_type", "-rand4k_iops"):
+        params = f"ordering={ordering}&" if ordering else ""
+        page = client.get(f"/runs/?{params}page=1").context["page"]
+        seen = [r.pk for r in page]
+        qs = present.with_headlines(reads.browse({}).qs)
+        if ordering == "-rand4k_iops":
+            qs = present.order_by_headline(qs, ordering)
+        elif ordering:
+            qs = qs.order_by(present_order(ordering), "-id")
+        expected = list(qs.values_list("pk", flat=True))
+        assert seen == expected, ordering
+        assert page.paginator.count == len(expected) >= 8
+
+
+def present_order(ordering: str) -> str:
+    from benchdb.results.filters import ORDERING_FIELDS
+
+    name = ordering.lstrip("-")
+    return ("-" if ordering.startswith("-") else "") + ORDERING_FIELDS[name]
