@@ -1,5 +1,6 @@
 """WSGI entry point (gunicorn benchdb.wsgi)."""
 
+import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -11,3 +12,7 @@ application = get_wsgi_application()
 # takes a request: Django imports the URLconf on the first request, which
 # made each gunicorn worker's first answer about 3 s slower than the rest.
 URL_PATTERNS = get_resolver().url_patterns
+# Then keep the ~140,000 objects of start-up out of the garbage collector's
+# full passes: one such pass cost 50 ms in the middle of some request (the
+# 10-run comparison's p95 133 -> 88 ms in-process, p50 unchanged).
+gc.freeze()

@@ -285,14 +285,14 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
     if missing:
         values.update(_measured_values(missing))
     margin = equivalence_percent()
+    # One Sample per result and figure; a host may serve several guests.
     samples: dict[tuple, stats.Sample] = {}
 
-    def sample_of(row: tuple | None, direction, metric) -> stats.Sample:
-        key = (row and row[0], direction, metric)
-        found = samples.get(key)
+    def host_sample(row: tuple, direction, metric) -> stats.Sample:
+        found = samples.get((row[0], metric))
         if found is None:
-            raw = [] if row is None else _values_of(values, row[0], direction, metric)
-            found = samples[key] = stats.Sample(raw, metric not in PERCENTILE_METRICS)
+            raw = _values_of(values, row[0], direction, metric)
+            found = samples[row[0], metric] = stats.Sample(raw)
         return found
 
     # First what to compute, in display order; then every figure at once.
@@ -310,26 +310,25 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
                 continue
             hib = info["higher_is_better"]
             percentile = metric in PERCENTILE_METRICS
+            own = {rid: stats.Sample(raw[rid], not percentile) for rid in run_ids}
+            for rid, sample in own.items():
+                samples[per_run[rid][0], metric] = sample
             entries = []
             for rid in run_ids:
                 entry = _blank_entry(rid, raw[rid])
                 entries.append(entry)
-                own = sample_of(per_run[rid], direction, metric)
                 if percentile:
-                    _fill_range(entry, own)
+                    _fill_range(entry, own[rid])
                     continue
-                figures.append((entry, own))
+                figures.append((entry, own[rid]))
                 host = by_key[key].get(baseline_of.get(rid))
                 if host is not None:
-                    pairs.append((entry, hib, sample_of(host, direction, metric), own))
+                    pairs.append(
+                        (entry, hib, host_sample(host, direction, metric), own[rid])
+                    )
             if not percentile:
                 families.append(
-                    (
-                        entries,
-                        hib,
-                        sample_of(ref_row, direction, metric),
-                        [sample_of(per_run[rid], direction, metric) for rid in others],
-                    )
+                    (entries, hib, own[ref_id], [own[rid] for rid in others])
                 )
             metrics.append(
                 {
