@@ -176,6 +176,79 @@ def result_rows(runs: QuerySet, *, stats: bool = False) -> Iterator[tuple]:
         yield from qs.iterator(chunk_size=CURSOR_ROWS)
 
 
+# The run's columns lead every row (EXPORT_FIELDS' order), the result's follow.
+RUN_PATHS = tuple(
+    "pk" if path == "run_id" else path.removeprefix("run__")
+    for path in EXPORT_FIELDS.values()
+    if path == "run_id" or path.startswith("run__") or path == "listed_baseline_id"
+)
+RESULT_PATHS = tuple(EXPORT_FIELDS.values())[len(RUN_PATHS) :]
+
+
+def page_rows(run_ids: list[int], *, stats: bool = False) -> Iterator[tuple]:
+    """``result_rows`` of one export page's runs (ids from ``page_of_runs``),
+    the same tuples: the runs' columns read once per run (one query, at most
+    ``MAX_PAGE_RUNS`` rows), then their results' columns streamed through a
+    server-side cursor, each row the run's columns followed by the result's.
+
+    Joined per result, every row carried its run's columns again: 24 copies
+    of each run's two timestamps, uuid and names parsed by psycopg per run
+    (a 100-run page: 31 -> 9 ms of CPU at 1M).
+    """
+    prefix, results = _page_parts(run_ids, stats)
+    for run_id, *rest in results:
+        yield prefix[run_id] + tuple(rest)
+
+
+def page_csv_lines(run_ids: list[int]) -> Iterator[str]:
+    """``csv_lines(EXPORT_COLUMNS, page_rows(run_ids))``, with each run's
+    columns made into CSV once: a row is its run's cells, then its result's
+    (cells are quoted one by one, so the two halves join with a comma)."""
+    writer = csv.writer(_Line())
+    yield writer.writerow(list(EXPORT_COLUMNS))
+    prefix, results = _page_parts(run_ids, False)
+    heads = {
+        run_id: writer.writerow([csv_cell(v) for v in row])[:-2] + ","
+        for run_id, row in prefix.items()
+    }
+    for run_id, *rest in results:
+        yield heads[run_id] + writer.writerow([csv_cell(v) for v in rest])
+
+
+def _page_parts(run_ids: list[int], stats: bool) -> tuple[dict, Iterator[tuple]]:
+    """(run id -> the run's export columns, the results' rows: run id, then
+    the result's columns, ordered by run and test id, streamed)."""
+    from benchdb.results.models import Result, Run
+
+    runs = (
+        Run.objects.filter(pk__in=run_ids)
+        .order_by()
+        .annotate(
+            listed_baseline_id=Case(
+                When(
+                    Q(baseline__visibility=Visibility.PUBLIC)
+                    & Q(baseline__hidden=False),
+                    then=F("baseline_id"),
+                ),
+                default=None,
+            )
+        )
+        .values_list(*RUN_PATHS)
+    )
+    prefix = {row[0]: row for row in runs}
+    qs = Result.objects.filter(run_id__in=list(prefix))
+    if stats:
+        qs = qs.annotate(stats_text=Cast("stats", TextField()))
+    paths = ["run_id", *RESULT_PATHS] + (["stats_text"] if stats else [])
+    qs = qs.order_by("run_id", "test_id").values_list(*paths)
+
+    def stream() -> Iterator[tuple]:
+        with transaction.atomic():
+            yield from qs.iterator(chunk_size=CURSOR_ROWS)
+
+    return prefix, stream()
+
+
 def page_of_runs(
     runs: QuerySet, cursor: str | None, limit: str | int | None
 ) -> tuple[list[int], int | None]:
@@ -264,22 +337,19 @@ def run_export_response(
     ids, next_cursor = page_of_runs(
         runs, request.GET.get("cursor"), request.GET.get("limit")
     )
-    from benchdb.results.models import Run
-
-    page = Run.objects.filter(pk__in=ids)
     next_url = None
     if next_cursor is not None:
         query = request.GET.copy()
         query["cursor"] = str(next_cursor)
         next_url = request.build_absolute_uri(f"{request.path}?{query.urlencode()}")
     if fmt == "csv":
-        body = csv_lines(EXPORT_COLUMNS, result_rows(page))
+        body = page_csv_lines(ids)
         response = StreamingHttpResponse(
             _chunks(body), content_type="text/csv; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
     else:
-        body = json_document(EXPORT_COLUMNS, result_rows(page, stats=True), next_url)
+        body = json_document(EXPORT_COLUMNS, page_rows(ids, stats=True), next_url)
         response = StreamingHttpResponse(_chunks(body), content_type="application/json")
     if next_url:
         response["Link"] = f'<{next_url}>; rel="next"'

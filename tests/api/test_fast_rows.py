@@ -255,3 +255,32 @@ def present_order(ordering: str) -> str:
 
     name = ordering.lstrip("-")
     return ("-" if ordering.startswith("-") else "") + ORDERING_FIELDS[name]
+
+
+def test_export_page_rows_are_result_rows(shapes):
+    """exports.page_rows (the runs' columns once, then their results) gives
+    the tuples of exports.result_rows (one joined row per result), baselines
+    shown or not, with and without the statistics; page_csv_lines the text
+    csv_lines makes of them, quoting and defusing included."""
+    from benchdb.results.models import Result
+
+    odd = '=cmd, "quoted"\nline'
+    Run.objects.filter(pk=shapes["owned"].pk).update(suite_version=odd)
+    Result.objects.filter(run=shapes["owned"]).update(comparability_key=odd)
+    from benchdb.results import exports
+
+    ids = list(Run.objects.order_by("pk").values_list("pk", flat=True))
+    assert len(ids) >= 7
+    column = exports.EXPORT_COLUMNS.index("baseline_id")
+    shown = {row[column] for row in exports.page_rows(ids)}
+    assert shown == {None, shapes["host"].pk}  # the private baseline is not
+    for stats in (False, True):
+        for chosen in (ids, ids[1:4], []):
+            expected = list(
+                exports.result_rows(Run.objects.filter(pk__in=chosen), stats=stats)
+            )
+            assert list(exports.page_rows(chosen, stats=stats)) == expected
+            if not stats:
+                text = "".join(exports.csv_lines(exports.EXPORT_COLUMNS, expected))
+                assert "".join(exports.page_csv_lines(chosen)) == text
+    assert exports.RUN_PATHS[0] == "pk" and exports.RESULT_PATHS[0] == "test_id"
