@@ -100,3 +100,37 @@ def test_compare_page_queries_do_not_grow_with_runs(
     more = ",".join(str(store("full-none.json.gz")) for _ in range(4))
     with django_assert_max_num_queries(8):
         assert client.get(f"/compare/?runs={full_pair},{more}").status_code == 200
+
+
+# The row markup as the template wrote it before ``present.rows_html``.
+ROW_TEMPLATE = (
+    '{% for row in g.rows %}<tr data-test="{{ row.test.test_id }}" '
+    'data-metric="{{ row.metric.metric }}" data-run="{{ row.entry.run }}" '
+    "data-mean=\"{{ row.entry.mean|stringformat:'r' }}\" "
+    'data-gmean="{{ row.entry.gmean|stringformat:\'r\' }}" class="{{ row.css }}">'
+    "<td>{{ row.test.title }}</td><td>{{ row.cells.metric }}</td>"
+    "<td>{{ row.label }}</td><td>{{ row.cells.mean }}</td>"
+    "<td>{{ row.cells.interval }}</td><td>{{ row.entry.n }}</td>"
+    '<td>{{ row.cells.delta }}</td><td>{% if row.mark %}<span class="mk">'
+    "{{ row.mark }}</span> {% endif %}{{ row.cells.verdict }}"
+    "{% if row.cells.overhead %}<br><small>{{ row.cells.overhead }}</small>"
+    "{% endif %}</td></tr>\n{% endfor %}"
+)
+
+
+def test_rows_html_is_the_templates_markup_escaped(full_pair):
+    from django.template import engines
+
+    from benchdb.results.models import Result, Run
+
+    ids = [int(i) for i in full_pair.split(",")]
+    hostile = "<script>alert('x')</script> & \"quoted\""
+    Result.objects.filter(run_id__in=ids).update(title=hostile)
+    Run.objects.filter(pk=ids[1]).update(title=hostile, cache_mode="writeback")
+    runs, _reference, data = reads.comparison(ids, None)
+    groups = present.chart_groups(data, present.differences(runs)["labels"])
+    template = engines["django"].from_string(ROW_TEMPLATE)
+    for g in groups:
+        html = present.rows_html(g["rows"])
+        assert html == template.render({"g": g})
+        assert "<script>" not in html and "&lt;script&gt;" in html
