@@ -260,45 +260,84 @@ def _bool(out, doc, key, pointer) -> None:
         out.add(f"{pointer}/{key}", "must be true or false")
 
 
+def _pointer(parent: str, key) -> str:
+    """The pointer of ``parent``'s member ``key`` (None: ``parent`` itself)."""
+    if key is None:
+        return parent
+    return f"{parent}/{escape(key) if isinstance(key, str) else key}"
+
+
+def _quiet(value) -> bool:
+    """A value ``_walk`` finds nothing wrong with at any depth within limits:
+    a whole number, true, false, null, a finite float, short ASCII text
+    without NUL."""
+    kind = type(value)
+    if kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is str:
+        return len(value) <= MAX_STRING and value.isascii() and "\x00" not in value
+    return False
+
+
 def _walk(out: Checked, value, pointer: str, depth: int = 0) -> None:
     """Limits and text rules on every string and number, wherever it is.
 
     Iterative, so no body can exhaust the stack; raw data strings are left to
-    the raw checks.
+    the raw checks.  A member's pointer is built only where it is needed (a
+    container's, or a problem's): a bundle has thousands of values.
     """
-    stack = [(value, pointer, depth)]
+    stack = [(value, pointer, None, depth)]
     while stack:
-        value, pointer, depth = stack.pop()
+        value, parent, member, depth = stack.pop()
         if depth > MAX_DEPTH:
-            out.add(pointer, f"is nested deeper than {MAX_DEPTH} levels")
+            out.add(
+                _pointer(parent, member), f"is nested deeper than {MAX_DEPTH} levels"
+            )
             continue
         if isinstance(value, str):
             if len(value) > MAX_STRING:
                 out.add(
-                    pointer, f"is {len(value)} characters long; at most {MAX_STRING}"
+                    _pointer(parent, member),
+                    f"is {len(value)} characters long; at most {MAX_STRING}",
                 )
+                continue
+            # ASCII text has no lone surrogate: only NUL to look for.
+            if value.isascii() and "\x00" not in value:
                 continue
             problem = text_problem(value)
             if problem:
-                out.add(pointer, problem)
+                out.add(_pointer(parent, member), problem)
         elif isinstance(value, dict):
+            pointer = _pointer(parent, member)
             is_raw = pointer.endswith("/raw")
+            # Members within the depth limit that no rule can refuse are not
+            # visited (the answer, and the order of problems, is the same).
+            quiet = depth < MAX_DEPTH
             for key, item in value.items():
                 if not isinstance(key, str) or len(key) > MAX_KEY:
                     out.add(pointer, f"has a key longer than {MAX_KEY} characters")
                     continue
-                problem = text_problem(key)
-                if problem:
-                    out.add(pointer, f"has a key that {problem}")
-                    continue
+                if not key.isascii() or "\x00" in key:
+                    problem = text_problem(key)
+                    if problem:
+                        out.add(pointer, f"has a key that {problem}")
+                        continue
                 if is_raw and key == "data":
                     continue
-                stack.append((item, f"{pointer}/{escape(key)}", depth + 1))
+                if quiet and _quiet(item):
+                    continue
+                stack.append((item, pointer, key, depth + 1))
         elif isinstance(value, list):
+            pointer = _pointer(parent, member)
+            quiet = depth < MAX_DEPTH
             for i, item in enumerate(value):
-                stack.append((item, f"{pointer}/{i}", depth + 1))
+                if quiet and _quiet(item):
+                    continue
+                stack.append((item, pointer, i, depth + 1))
         elif isinstance(value, float) and not math.isfinite(value):
-            out.add(pointer, "must be a finite number")
+            out.add(_pointer(parent, member), "must be a finite number")
 
 
 # Tags ------------------------------------------------------------------------
