@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchdb.settings")
 
@@ -10,3 +11,29 @@ app = Celery("benchdb")
 # All Celery settings live in benchdb/settings.py under the CELERY_ prefix.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_process_init.connect
+def keep_database_connection(**_kwargs) -> None:
+    """A worker process keeps its connection (``WORKER_DB_CONN_MAX_AGE``)."""
+    from django.conf import settings
+    from django.db import connections
+
+    for alias in connections:
+        connections[alias].settings_dict["CONN_MAX_AGE"] = (
+            settings.WORKER_DB_CONN_MAX_AGE
+        )
+
+
+@task_prerun.connect
+@task_postrun.connect
+def recycle_database_connections(sender=None, **_kwargs) -> None:
+    """Around each task what Django does around each request: close a
+    connection that is too old, unusable, or saw an error
+    (settings.CELERY_DB_REUSE_MAX keeps Celery from closing it every time).
+    Not for a task run in-process (eager), inside its caller's work."""
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()

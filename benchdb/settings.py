@@ -253,6 +253,18 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "visibility_timeout", 2 * CELERY_TASK_TIME_LIMIT
     )
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Each worker process keeps its database connection across tasks, as a web
+# process does across requests: Django's own rule (CONN_MAX_AGE, here
+# WORKER_DB_CONN_MAX_AGE seconds; health checks; a connection that saw an
+# error is dropped) applied at each task's start and end (benchdb/celery.py).
+# Celery's Django fix-up otherwise closes it after every task (unless
+# CELERY_DB_REUSE_MAX is set, which hands that rule to us): each ingest paid
+# a new connection and a new PostgreSQL backend.  DB_CONN_MAX_AGE, when set
+# (0 behind pgbouncer), applies here too.
+CELERY_DB_REUSE_MAX = 2**31
+WORKER_DB_CONN_MAX_AGE = envint(
+    "WORKER_DB_CONN_MAX_AGE", envint("DB_CONN_MAX_AGE", 600)
+)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The public dump for researchers (benchdb/results/tasks.py public_dump), run
 # by `celery -A benchdb beat`; files under PUBLIC_DUMP_DIR (default var/dumps).
