@@ -4,9 +4,12 @@ a real Celery worker, against a bulk INSERT of the same rows.
 1. N copies of the seed bundles (new bundle ids) are POSTed to
    ``/api/v1/submissions/`` on gunicorn (2 workers, 2 client threads): the
    API validates each (re-parsing every raw output) and queues it;
-2. gunicorn stops; a worker (``--concurrency 2``, prefork) starts on the
+2. gunicorn stops; a worker (``--concurrency 2``, prefork, as
+   docker/entrypoint.sh starts it: no ``-E`` task events) starts on the
    broker under test and the clock runs from its "ready" line until every
-   submission is ``done``;
+   submission is ``done``; the CPU time the worker's processes and its
+   PostgreSQL backends used meanwhile is printed per bundle (the figure to
+   read on a shared machine, where the rate depends on the others' load);
 3. the same rows (runs, results, measurements, raw outputs) are copied once
    more with one ``INSERT ... SELECT`` per table: the database's own floor.
 """
@@ -76,7 +79,6 @@ def _worker(env: dict, log: Path) -> subprocess.Popen:
             "worker",
             "--concurrency=2",
             "--loglevel=INFO",
-            "-E",
             f"--hostname=bench-{uuid.uuid4().hex[:8]}@%h",
         ],
         cwd=ROOT,
@@ -95,6 +97,42 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used, from /proc; 0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and its children (the worker's pool)."""
+    pids = [pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                pids.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return sum(_cpu_s(p) for p in pids)
+
+
+def _backends_cpu_s() -> tuple[float, int]:
+    """CPU seconds of the other client backends on this database (the
+    worker's, which it keeps across tasks) and how many; 0 where PostgreSQL
+    runs on another machine."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
+        pids = [r[0] for r in cur.fetchall()]
+    return sum(_cpu_s(p) for p in pids), len(pids)
 
 
 def _done_count(ids: list[str]) -> tuple[int, int]:
@@ -147,7 +185,10 @@ def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
             redis.Redis.from_url(env["CELERY_BROKER_URL"]).delete("celery")
         server = Server(dsn)
         try:
+            web0 = _tree_cpu_s(server.proc.pid)
             upload = _post_all(server.port, bodies)
+            web_cpu = _tree_cpu_s(server.proc.pid) - web0
+            web_pg_cpu, web_backends = _backends_cpu_s()
         finally:
             server.stop()
         proc = _worker(env, workdir / "worker.log")
@@ -160,6 +201,7 @@ def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
                         + (workdir / "worker.log").read_text()[-2000:]
                     )
                 time.sleep(0.05)
+            cpu0 = _tree_cpu_s(proc.pid)
             t0 = time.perf_counter()
             deadline = time.monotonic() + max(120, count * 5)
             while True:
@@ -168,13 +210,19 @@ def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
                     break
                 time.sleep(0.05)
             elapsed = time.perf_counter() - t0
+            worker_cpu = _tree_cpu_s(proc.pid) - cpu0
+            pg_cpu, backends = _backends_cpu_s()
         finally:
             _stop(proc)
         lines.append(
             f"ingest via {broker} broker: {count} bundles of {size / 1024:.0f} KiB "
             f"({len(bundles[0]['tests'])} tests): upload {count / upload:.1f}/s "
-            f"(API validation, 2 gunicorn workers); worker (concurrency 2) "
-            f"{done / elapsed:.1f} bundles/s, {done} done, {failed} failed"
+            f"(API validation, 2 gunicorn workers; CPU per bundle: gunicorn "
+            f"{web_cpu / count * 1000:.1f} ms, PostgreSQL ({web_backends} backends) "
+            f"{web_pg_cpu / count * 1000:.1f} ms); worker (concurrency 2) "
+            f"{done / elapsed:.1f} bundles/s, {done} done, {failed} failed; "
+            f"CPU per bundle: worker {worker_cpu / count * 1000:.1f} ms, "
+            f"PostgreSQL ({backends} backends) {pg_cpu / count * 1000:.1f} ms"
         )
     finally:
         for k, v in saved.items():
