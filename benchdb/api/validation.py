@@ -5,7 +5,8 @@ Every rule a bundle must meet is ``benchdb_agent.contract.check``, the same
 function the agent runs before it writes or sends a bundle, so the two never
 disagree.  The server adds only its own rule: published reference figures
 (``source: published``) come from staff.  Each raw output is decoded and
-parsed once, there; the ingest task parses it again from the stored bundle.
+parsed once, there; the upload keeps what was parsed with the submission
+(``ingest.parsed_of``), and the ingest task stores those records.
 """
 
 from __future__ import annotations
@@ -23,13 +24,19 @@ MAX_REPEATS = contract.MAX_REPEATS
 MAX_STRING = contract.MAX_STRING
 
 
-def check_bundle(doc, *, allow_published: bool = False, parse=None) -> list[dict]:
-    """Every problem of a bundle as ``{"pointer", "message"}``; empty if fine.
+def check_upload(doc, *, allow_published: bool = False) -> contract.Checked:
+    """The contract's check of an upload: ``errors`` (``{"pointer",
+    "message"}``, empty if fine) and each raw output's parsed records.
 
-    ``allow_published``: the sender is staff.  (``parse`` is accepted for
-    older callers; the contract always parses with the agent's parsers.)
+    ``allow_published``: the sender is staff.
     """
-    return contract.check(doc, allow_published=allow_published).errors
+    return contract.check(doc, allow_published=allow_published)
+
+
+def check_bundle(doc, *, allow_published: bool = False, parse=None) -> list[dict]:
+    """``check_upload``'s errors.  (``parse`` is accepted for older callers;
+    the contract always parses with the agent's parsers.)"""
+    return check_upload(doc, allow_published=allow_published).errors
 
 
 def check_tags(tags) -> list[dict]:

@@ -38,7 +38,7 @@ from benchdb.api.throttling import (
     SubmissionTokenThrottle,
     client_address,
 )
-from benchdb.api.validation import check_bundle
+from benchdb.api.validation import check_upload
 from benchdb.results import exports, ingest, reads
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
@@ -61,6 +61,10 @@ OWNER_KEY_PARAM = OpenApiParameter(
     description="The owner key an anonymous submission got back (instead of "
     "signing in).",
 )
+
+
+# The columns of a submission its status answer shows and others may change.
+REFRESHED = ["status", "run", "errors", "attempts", "enqueued", "last_error", "updated"]
 
 
 def error_responses(*codes: int) -> dict:
@@ -157,11 +161,15 @@ class SubmissionViewSet(
                 ]
             )
         doc = request.data
-        errors = check_bundle(doc, allow_published=bool(user and user.is_staff))
-        if errors:
-            raise BundleInvalid(errors)
+        checked = check_upload(doc, allow_published=bool(user and user.is_staff))
+        if checked.errors:
+            raise BundleInvalid(checked.errors)
         bundle_id = uuid.UUID(doc["bundle_id"])
-        existing = Submission.objects.filter(bundle_id=bundle_id).first()
+        existing = (
+            Submission.objects.defer("bundle", "parsed")
+            .filter(bundle_id=bundle_id)
+            .first()
+        )
         if existing is not None:
             return self._existing(existing)
         key = new_secret("bdo") if user is None else None
@@ -171,6 +179,9 @@ class SubmissionViewSet(
                 sub = Submission.objects.create(
                     bundle_id=bundle_id,
                     bundle=doc,
+                    # The raw outputs as the check just parsed them: the
+                    # worker stores these records (ingest.parsed_of).
+                    parsed=ingest.parsed_of(checked),
                     submitted_by=user,
                     owner_key_hash=hash_secret(key) if key else "",
                     visibility=visibility,
@@ -182,8 +193,12 @@ class SubmissionViewSet(
                 transaction.on_commit(lambda: queued.update(ok=enqueue(sub.pk)))
         except IntegrityError:
             # The same bundle arrived twice at once: the other request won.
-            return self._existing(Submission.objects.get(bundle_id=bundle_id))
-        sub.refresh_from_db()
+            return self._existing(
+                Submission.objects.defer("bundle", "parsed").get(bundle_id=bundle_id)
+            )
+        # What enqueue (or a fast worker) changed; not the bundle and what
+        # was parsed from it, which this request sent and would decode again.
+        sub.refresh_from_db(fields=REFRESHED)
         sub.owner_key = key
         data = s.SubmissionCreatedSerializer(sub, context={"request": request}).data
         if queued.get("ok") is False:
@@ -202,7 +217,7 @@ class SubmissionViewSet(
         not_queued = sub.enqueued is None and bool(sub.last_error)
         if sub.status == Submission.Status.QUEUED and not_queued:
             ok = enqueue(sub.pk)
-            sub.refresh_from_db()
+            sub.refresh_from_db(fields=REFRESHED)
             data = s.SubmissionSerializer(sub, context={"request": self.request}).data
             if not ok:
                 return self._not_queued(data)

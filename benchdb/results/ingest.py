@@ -1,20 +1,29 @@
 """Turn a validated bundle into a Run with its Results, in one transaction.
 
-The raw tool outputs a bundle carries are parsed again here with the agent's
-own parsers: the server's numbers never depend on what a (possibly older or
-modified) agent computed, and a better parser can re-ingest old submissions.
-Records are taken as sent only where there is no raw output (published
-reference figures, which come from a document, not a tool run).
+The server's numbers come from the raw tool outputs a bundle carries, parsed
+on the server with the agent's own parsers, never from what a (possibly
+older or modified) agent computed; a better parser can re-ingest old
+submissions.  The API's check (``benchdb_agent.contract.check``) decodes and
+parses every raw output of an upload once, and keeps what it parsed with the
+submission (``parsed_of``, ``Submission.parsed``); the worker stores those
+records instead of parsing the same outputs again, and parses them itself
+when a submission has none or they came from other parsers
+(``parser_fingerprint``).  Records are taken as sent only where there is no
+raw output (published reference figures, which come from a document, not a
+tool run).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import hashlib
+import json
 from collections import defaultdict
+from pathlib import Path
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from benchdb.results import stats
@@ -30,7 +39,7 @@ from benchdb.results.models import (
     Run,
 )
 from benchdb.results.vocab import DiskType, Role, Source, Visibility
-from benchdb_agent import parsers
+from benchdb_agent import contract, parsers
 from benchdb_agent import suite as agent_suite
 from benchdb_agent.contract import parse_direction
 
@@ -101,20 +110,118 @@ def _copy_rows(model, columns: list[str], rows: list[tuple]) -> None:
                 copy.write_row(row)
 
 
-def _gzip_of(raw: dict, data: bytes) -> bytes:
+_SEQUENCES: dict[str, str] = {}
+
+
+def _id_sequence(cursor, table: str) -> str:
+    """The sequence behind a table's id (looked up once per process: as a
+    function of each row, ``pg_get_serial_sequence`` costs a catalog lookup
+    per id)."""
+    if table not in _SEQUENCES:
+        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+        _SEQUENCES[table] = cursor.fetchone()[0]
+    return _SEQUENCES[table]
+
+
+def _copy_results(results: list[Result]) -> None:
+    """Results with one COPY, their ids taken from the table's sequence first
+    (in order, as ``bulk_create`` would number them).  ``bulk_create`` on
+    PostgreSQL sends each column as an array, and psycopg escapes every
+    quote of every JSON value with a regular expression: that was a third of
+    a bundle's ingest."""
+    if not results:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(%s::regclass) FROM generate_series(1, %s)",
+            [_id_sequence(cursor, Result._meta.db_table), len(results)],
+        )
+        ids = sorted(row[0] for row in cursor.fetchall())
+    fields = [f for f in Result._meta.concrete_fields if not f.primary_key]
+    rows = []
+    for pk, result in zip(ids, results, strict=True):
+        result.pk = pk
+        result._state.adding = False
+        result._state.db = connection.alias
+        row = [pk]
+        for field in fields:
+            value = getattr(result, field.attname)
+            if isinstance(field, models.JSONField):
+                # What the field itself sends: json.dumps with its encoder.
+                value = json.dumps(value, cls=field.encoder)
+            row.append(value)
+        rows.append(tuple(row))
+    _copy_rows(Result, ["id", *(f.column for f in fields)], rows)
+
+
+def _gzip_of(raw: dict, text: str | None) -> bytes:
     """gzip bytes of a raw output: the bundle's own when it sent gzip."""
     if raw.get("encoding") == "gzip+base64":
         return base64.b64decode(raw["data"])
+    data = (text if text is not None else decode_raw(raw)).encode("utf-8")
     return gzip.compress(data, compresslevel=6)
 
 
-def reparse_test(
-    test: dict, pointer: str
-) -> list[tuple[int, list[dict], dict | None, str | None]]:
-    """Every repeat of a bundle test as (index, records, raw, raw text), the
-    records parsed from the raw output.
+PARSED_VERSION = 1
 
-    Raises IngestError naming the repeat whose raw output does not parse.
+
+@functools.cache
+def parser_fingerprint() -> str:
+    """What parsed a bundle's raw outputs: a digest of the parsers' and the
+    contract's source.  Records parsed by other code (an upgrade between
+    upload and ingest) are not used; the worker parses the outputs again."""
+    digest = hashlib.sha256(str(PARSED_VERSION).encode())
+    folder = Path(parsers.__file__).parent
+    for path in [*sorted(folder.glob("*.py")), Path(contract.__file__)]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def parsed_of(checked: contract.Checked) -> dict:
+    """What ``contract.check`` parsed from each raw output of a valid bundle,
+    as the worker needs it: per raw output's JSON pointer, the sha256 of its
+    text and its records (selected by the raw's job), each as ``[direction,
+    job, *METRIC_FIELDS]``.  Stored with the submission (``parsed``)."""
+    return {
+        "parsers": parser_fingerprint(),
+        "raws": {
+            pointer: [
+                hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                [
+                    [
+                        rec["direction"],
+                        rec.get("job"),
+                        *(rec.get(f) for f in METRIC_FIELDS),
+                    ]
+                    for rec in records
+                ],
+            ]
+            for pointer, (text, records) in checked.raws.items()
+        },
+    }
+
+
+def _records_of(compact: list) -> list[dict]:
+    return [
+        {
+            "direction": row[0],
+            "job": row[1],
+            **dict(zip(METRIC_FIELDS, row[2:], strict=True)),
+        }
+        for row in compact
+    ]
+
+
+def reparse_test(
+    test: dict, pointer: str, parsed: dict | None = None
+) -> list[tuple[int, list[dict], dict | None, str | None, str | None]]:
+    """Every repeat of a bundle test as (index, records, raw, raw text, sha256
+    of the text), the records parsed from the raw output.
+
+    ``parsed``: ``parsed_of``'s ``raws`` for this bundle; a raw output found
+    there is neither decoded nor parsed (text None, its sha256 and records
+    from there).  Raises IngestError naming the repeat whose raw output does
+    not parse.
     """
     out = []
     for i, repeat in enumerate(test.get("repeats", [])):
@@ -122,6 +229,13 @@ def reparse_test(
         index = repeat.get("index", i)
         if raw:
             where = f"{pointer}/repeats/{i}/raw"
+            known = parsed.get(where) if parsed else None
+            if known is not None:
+                # Parsed by the API's check of this very bundle: the records
+                # of the raw's job, each with a direction (the contract
+                # refuses a raw output without one, or without a record).
+                out.append((index, _records_of(known[1]), raw, None, known[0]))
+                continue
             try:
                 text = decode_raw(raw)
                 # dd and ioping -B do not say whether they read or wrote: the
@@ -141,9 +255,10 @@ def reparse_test(
             if raw.get("job") is not None:
                 # One output of several fio jobs, imported as one test per job.
                 records = [r for r in records if r.get("job") == raw["job"]]
-            out.append((index, records, raw, text))
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            out.append((index, records, raw, text, digest))
         else:
-            out.append((index, repeat.get("records", []), None, None))
+            out.append((index, repeat.get("records", []), None, None, None))
     return out
 
 
@@ -391,12 +506,20 @@ def store_bundle(
     owner=None,
     owner_key_hash: str = "",
     visibility: str = Visibility.PUBLIC,
+    parsed: dict | None = None,
 ) -> Run:
     """Create the Run, its Results, Measurements and RawOutputs from a bundle.
 
     All or nothing: any error rolls the whole run back.  The caller handles
     idempotency (the Submission's unique bundle id, and ``Run.uuid``).
+    ``parsed``: ``parsed_of`` the check of this bundle (used only if the same
+    parsers made it; else every raw output is parsed here).
     """
+    raws = (
+        parsed.get("raws")
+        if parsed and parsed.get("parsers") == parser_fingerprint()
+        else None
+    )
     tags = dict(bundle.get("tags") or {})
     env = bundle.get("environment") or {}
     suite = bundle.get("suite") or {}
@@ -437,9 +560,9 @@ def store_bundle(
     results, repeats_of = [], []
     for t_index, test in enumerate(bundle.get("tests") or []):
         pointer = f"/tests/{t_index}"
-        repeats = reparse_test(test, pointer)
+        repeats = reparse_test(test, pointer, raws)
         meta = _test_meta(test)
-        series = repeat_series([(i, recs) for i, recs, _raw, _text in repeats])
+        series = repeat_series([(i, recs) for i, recs, *_raw in repeats])
         test_stats = {
             d: {f: stats.summarize_metric(f, vals) for f, vals in metrics.items()}
             for d, metrics in series.items()
@@ -486,10 +609,10 @@ def store_bundle(
             )
         )
         repeats_of.append(repeats)
-    Result.objects.bulk_create(results)
+    _copy_results(results)
     measurements, raw_outputs = [], []
     for result, repeats in zip(results, repeats_of, strict=True):
-        for index, records, raw, text in repeats:
+        for index, records, raw, text, digest in repeats:
             for rec in records:
                 measurements.append(
                     (
@@ -501,7 +624,6 @@ def store_bundle(
                     )
                 )
             if raw:
-                data = text.encode("utf-8")
                 raw_outputs.append(
                     (
                         result.pk,
@@ -509,8 +631,8 @@ def store_bundle(
                         raw.get("format") or "",
                         # The bundle's own gzip stream when it sent one (the
                         # same bytes decompressed; no second compression).
-                        _gzip_of(raw, data),
-                        hashlib.sha256(data).hexdigest(),
+                        _gzip_of(raw, text),
+                        digest,
                     )
                 )
     _copy_rows(

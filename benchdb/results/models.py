@@ -581,6 +581,10 @@ class Submission(models.Model):
         max_length=16, choices=Status.choices, default=Status.QUEUED
     )
     bundle = models.JSONField()
+    # What the API's check parsed from the bundle's raw outputs
+    # (``ingest.parsed_of``): the worker stores those records instead of
+    # parsing the same outputs again.  NULL: the worker parses them.
+    parsed = models.JSONField(null=True, blank=True)
     errors = models.JSONField(default=list, blank=True)
     run = models.OneToOneField(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="submission"

@@ -60,8 +60,13 @@ def ingest(self, submission_id: int) -> None:
     """
     try:
         with transaction.atomic():
+            # Not the bundle (a few hundred KiB of JSON): only the second
+            # transaction reads it.
             sub = (
-                Submission.objects.select_for_update().filter(pk=submission_id).first()
+                Submission.objects.select_for_update()
+                .only("pk", "status", "attempts")
+                .filter(pk=submission_id)
+                .first()
             )
             if sub is None or sub.status in (
                 Submission.Status.DONE,
@@ -75,12 +80,15 @@ def ingest(self, submission_id: int) -> None:
             sub = Submission.objects.select_for_update().get(pk=submission_id)
             if sub.status != Submission.Status.PROCESSING:
                 return
-            run = Run.objects.filter(uuid=sub.bundle_id).first() or store_bundle(
-                sub.bundle,
-                owner=sub.submitted_by,
-                owner_key_hash=sub.owner_key_hash,
-                visibility=sub.visibility,
-            )
+            run = Run.objects.only("pk").filter(uuid=sub.bundle_id).first()
+            if run is None:
+                run = store_bundle(
+                    sub.bundle,
+                    owner=sub.submitted_by,
+                    owner_key_hash=sub.owner_key_hash,
+                    visibility=sub.visibility,
+                    parsed=sub.parsed,
+                )
             sub.run = run
             sub.status = Submission.Status.DONE
             sub.errors = []

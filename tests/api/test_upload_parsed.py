@@ -1,0 +1,168 @@
+"""The upload keeps what its check parsed; the worker stores it (issue 17).
+
+The API's check (``contract.check``) decodes and parses every raw output of
+an upload; ``Submission.parsed`` keeps those records, and the ingest task
+stores them instead of parsing the same outputs again.  What the worker's own
+parse used to refuse is refused by the API first, so no submission reaches a
+worker without it; a submission without ``parsed`` (or parsed by other
+parsers) is parsed by the worker as before.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import gzip
+import json
+import uuid
+
+import pytest
+
+from benchdb.results import ingest, tasks
+from benchdb.results.ingest import IngestError, parsed_of, reparse_test
+from benchdb.results.models import Measurement, Submission
+from benchdb_agent import contract
+from tests.api.conftest import token_client
+from tests.api.factories import make_bundle
+
+pytestmark = pytest.mark.django_db
+
+TESTS = ("fio-rand-read-4k-q1t1", "dd-write-1m-fdatasync")
+
+
+def _measurements(run_id: int) -> list[tuple]:
+    return list(
+        Measurement.objects.filter(result__run_id=run_id)
+        .order_by("result__test_id", "repeat", "direction", "job")
+        .values_list(
+            "result__test_id",
+            "repeat",
+            "direction",
+            "job",
+            "iops",
+            "bw_bytes",
+            "lat_mean_ns",
+            "clat_p99_ns",
+            "runtime_s",
+        )
+    )
+
+
+def _not_again(*args, **kwargs):
+    raise AssertionError("a raw output the API parsed was parsed again")
+
+
+def test_the_upload_keeps_what_its_check_parsed_and_the_worker_stores_it(
+    fio, alice, monkeypatch
+):
+    bundle = make_bundle(fio, tests=TESTS)
+    response = token_client(alice).post("/api/v1/submissions/", bundle, format="json")
+    assert response.status_code == 202, response.content
+    sub = Submission.objects.get(bundle_id=bundle["bundle_id"])
+    want = json.loads(json.dumps(parsed_of(contract.check(bundle))))
+    assert sub.parsed == want
+    assert len(sub.parsed["raws"]) == 6  # every repeat's raw output
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest.parsers, "parse", _not_again)
+        patch.setattr(ingest.gzip, "decompress", _not_again)
+        tasks.ingest.run(sub.pk)
+    sub.refresh_from_db()
+    assert sub.status == "done", sub.errors
+
+    # The same bundle parsed by the worker itself stores the same figures.
+    again = dict(copy.deepcopy(bundle), bundle_id=str(uuid.uuid4()))
+    other = Submission.objects.create(bundle_id=again["bundle_id"], bundle=again)
+    tasks.ingest.run(other.pk)
+    other.refresh_from_db()
+    assert other.status == "done", other.errors
+    assert _measurements(sub.run_id) == _measurements(other.run_id)
+    assert len(_measurements(sub.run_id)) == 6
+
+
+def test_records_of_other_parsers_are_not_used(fio):
+    bundle = make_bundle(fio, tests=TESTS)
+    parsed = parsed_of(contract.check(bundle))
+    # As if another version of the parsers had read these outputs.
+    parsed["parsers"] = "0" * 64
+    for _digest, records in parsed["raws"].values():
+        for record in records:
+            record[2:] = [1.0] * (len(record) - 2)
+    sub = Submission.objects.create(
+        bundle_id=bundle["bundle_id"], bundle=bundle, parsed=parsed
+    )
+    tasks.ingest.run(sub.pk)
+    sub.refresh_from_db()
+    assert sub.status == "done", sub.errors
+    assert all(row[4] != 1.0 for row in _measurements(sub.run_id))
+
+    reference = dict(copy.deepcopy(bundle), bundle_id=str(uuid.uuid4()))
+    plain = Submission.objects.create(
+        bundle_id=reference["bundle_id"], bundle=reference
+    )
+    tasks.ingest.run(plain.pk)
+    plain.refresh_from_db()
+    assert _measurements(sub.run_id) == _measurements(plain.run_id)
+
+
+def _raw(bundle: dict, t: int = 0, r: int = 0) -> dict:
+    return bundle["tests"][t]["repeats"][r]["raw"]
+
+
+def _bad_base64(b):
+    _raw(b)["data"] = "not base64 !"
+
+
+def _not_gzip(b):
+    _raw(b)["data"] = base64.b64encode(b"plain bytes").decode()
+
+
+def _not_utf8(b):
+    _raw(b)["data"] = base64.b64encode(gzip.compress(b"\xff\xfe\xfa")).decode()
+
+
+def _does_not_parse(b):
+    _raw(b)["data"] = base64.b64encode(gzip.compress(b"{ not fio")).decode()
+
+
+def _no_direction(b):
+    # dd does not say whether it read or wrote: the test must.
+    b["tests"][1].pop("direction", None)
+    for repeat in b["tests"][1]["repeats"]:
+        repeat["raw"].pop("direction", None)
+        repeat["records"] = []
+
+
+def _unknown_encoding(b):
+    _raw(b)["encoding"] = "zstd"
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        _bad_base64,
+        _not_gzip,
+        _not_utf8,
+        _does_not_parse,
+        _no_direction,
+        _unknown_encoding,
+    ],
+)
+def test_what_the_worker_would_refuse_the_api_refuses_first(fio, alice, tamper):
+    """Each way the worker's own parse fails (IngestError) is a 400 at upload:
+    no submission with it is stored, so none reaches a worker, whether sent
+    by the API's enqueue, a resend or ``requeue_stale`` (which re-queue
+    stored rows only)."""
+    bundle = make_bundle(fio, tests=TESTS)
+    tamper(bundle)
+    failed = False
+    for t, test in enumerate(bundle["tests"]):
+        try:
+            reparse_test(test, f"/tests/{t}")
+        except (IngestError, ValueError, KeyError):
+            failed = True
+    assert failed, "the worker's parse accepts this bundle"
+    assert contract.check(bundle).errors
+    response = token_client(alice).post("/api/v1/submissions/", bundle, format="json")
+    assert response.status_code == 400, response.content
+    assert not Submission.objects.filter(bundle_id=bundle["bundle_id"]).exists()
