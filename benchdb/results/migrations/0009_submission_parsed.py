@@ -28,7 +28,7 @@ def _compression(method: str) -> str:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('results', '0007_result_test_key_statistics'),
+        ('results', '0008_run_published_index'),
     ]
 
     operations = [
