@@ -803,7 +803,11 @@ def json_schema() -> dict:
                 "maximum": MAX_REPEATS * 2,
             },
             "started": {"type": ["string", "null"], "format": "date-time"},
-            "records": {"type": "array", "maxItems": MAX_RECORDS, "items": record},
+            "records": {
+                "type": ["array", "null"],
+                "maxItems": MAX_RECORDS,
+                "items": record,
+            },
             "raw": raw,
         },
     }
@@ -819,8 +823,12 @@ def json_schema() -> dict:
             "tool_version": text(64),
             "title": text(200),
             "group": text(64),
-            "options": {"type": "object"},
-            "command": {"type": "array", "maxItems": MAX_COMMAND_ARGS, "items": string},
+            "options": {"type": ["object", "null"]},
+            "command": {
+                "type": ["array", "null"],
+                "maxItems": MAX_COMMAND_ARGS,
+                "items": string,
+            },
             "preconditioned": {"type": "boolean"},
             "warmup_discarded": {"type": "boolean"},
             "comparable": {"type": "boolean"},
@@ -839,7 +847,7 @@ def json_schema() -> dict:
         },
     }
     tags = {
-        "type": "object",
+        "type": ["object", "null"],
         "additionalProperties": False,
         "properties": {
             key: (
@@ -905,18 +913,18 @@ def json_schema() -> dict:
             "notes": text(MAX_STRING),
             "citation": text(MAX_STRING),
             "citation_url": {
-                "type": "string",
+                "type": ["string", "null"],
                 "maxLength": 500,
                 "pattern": "^https?://",
             },
             "environment": {"type": "object"},
             "tags": tags,
             "tag_sources": {
-                "type": "object",
+                "type": ["object", "null"],
                 "additionalProperties": enum(TAG_SOURCES),
             },
             "warnings": {
-                "type": "array",
+                "type": ["array", "null"],
                 "maxItems": MAX_WARNINGS,
                 "items": {
                     "type": "object",
@@ -927,7 +935,7 @@ def json_schema() -> dict:
             "partial": {"type": "boolean"},
             "stop_reason": {"type": ["string", "null"]},
             "not_run": {
-                "type": "array",
+                "type": ["array", "null"],
                 "maxItems": MAX_NOT_RUN,
                 "items": {
                     "type": "object",
