@@ -187,7 +187,7 @@ def measure_scale(args, dsn: str, label: str) -> list[dict]:
         for ep in endpoints.build(ctx):
             if args.only and not any(o.lower() in ep.name.lower() for o in args.only):
                 continue
-            status, size, _ = server.get(ep.url)
+            status, size, first = server.get(ep.url)
             if status != 200:
                 print(f"  {ep.name}: GET {ep.url} answered {status}", file=sys.stderr)
             service = timing.sample(
@@ -215,10 +215,37 @@ def measure_scale(args, dsn: str, label: str) -> list[dict]:
             }
             rows.append(row)
             print(format_row(row), flush=True)
+            if ep.stored:
+                # The first request after the refresh: the stored answer, or
+                # (for arguments the refresh does not precompute) its live cost.
+                print(f"{'':<30} first request {first * 1000:.1f} ms", flush=True)
     finally:
         conn.close()
         server.stop()
     return rows
+
+
+def refresh_summaries(label: str) -> str:
+    """The worker's refresh of the stored answers (results/refresh.py), timed
+    in-process: after the data grew, as after a burst of uploads."""
+    from django.db import connection
+
+    from benchdb.results import refresh
+
+    result = refresh.refresh()
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT count(*), coalesce(max(seconds), 0), "
+            "coalesce(sum(octet_length(answer)), 0) FROM results_answersummary"
+        )
+        stored, slowest, size = cur.fetchone()
+    line = (
+        f"refresh of stored answers at {label} (worker): {result['answers']} "
+        f"computed in {result['seconds']:.2f} s (slowest {slowest:.2f} s); "
+        f"{stored} stored, {size / 1024:,.0f} KiB"
+    )
+    print(line, flush=True)
+    return line
 
 
 HEADER = (
@@ -394,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{c['measurement']:,} measurements, database "
                 f"{c['db_bytes'] / 2**20:,.0f} MiB (generated in {seconds:.0f} s)"
             )
+            line = refresh_summaries(label)
+            extra.append(line)
             print(HEADER)
             all_rows += measure_scale(args, dsn, label)
         if all_rows:

@@ -67,6 +67,9 @@ class Endpoint:
     targets: bool = True
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    # Served from stored answers (benchdb/results/answer_cache.py): the
+    # first request after the refresh may compute it (its time is printed).
+    stored: bool = False
 
 
 def _compare_sql(ids: list[int]) -> list[tuple[str, list]]:
@@ -83,6 +86,94 @@ def _compare_sql(ids: list[int]) -> list[tuple[str, list]]:
             "ON x.id = m.result_id WHERE x.run_id = ANY(%s) AND x.comparable "
             "ORDER BY m.result_id, m.repeat, m.direction, m.job",
             [ids],
+        ),
+    ]
+
+
+POPULATION = f"{VISIBLE} AND NOT r.suspect"
+
+
+def _spread_sql(figure: str, joins: str, where: str, group: str) -> str:
+    """count, systems, quartiles, min, max and the ordered values of
+    ``figure`` (what ``population._spread`` computes), per ``group``."""
+    return (
+        f"SELECT {group} AS g, count({figure}), count(DISTINCT r.hardware_id), "
+        f"percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP (ORDER BY {figure}), "
+        f"min({figure}), max({figure}), array_agg({figure} ORDER BY {figure}) "
+        f"FROM results_run r JOIN results_result x ON x.run_id = r.id {joins} "
+        f"WHERE {where} GROUP BY GROUPING SETS ((), ({group}))"
+    )
+
+
+def _cache_answer_sql(
+    test: str, key: str, column: str, modes: tuple = ()
+) -> list[tuple[str, list]]:
+    """Each cache mode (of ``modes``, default all) against none over the
+    community's guest runs of one test: per mode the figures' spread, and
+    per mode and system the mean log figure (the paired effect)."""
+    where = (
+        f"{POPULATION} AND r.role = 'guest' AND x.test_id = %s "
+        f"AND x.comparability_key = %s AND x.comparable AND x.{column} > 0"
+    )
+    if modes:
+        where += " AND r.cache_mode IN (" + ", ".join(f"'{m}'" for m in modes) + ")"
+    return [
+        (_spread_sql(f"x.{column}", "", where, "r.cache_mode"), [test, key]),
+        (
+            f"SELECT r.cache_mode, r.hardware_id, avg(ln(x.{column})), count(*) "
+            "FROM results_run r JOIN results_result x ON x.run_id = r.id "
+            f"WHERE {where} AND r.hardware_id IS NOT NULL GROUP BY 1, 2",
+            [test, key],
+        ),
+    ]
+
+
+def _overhead_answer_sql(
+    test: str, key: str, column: str, group: str = "r.storage_backend"
+) -> list[tuple[str, list]]:
+    """Guest / host over every paired guest run of one test, overall and per
+    ``group`` (the overhead report's answer)."""
+    joins = (
+        "JOIN results_run b ON b.id = r.baseline_id "
+        "AND b.visibility = 'public' AND NOT b.hidden AND NOT b.suspect "
+        "JOIN results_result hx ON hx.run_id = b.id "
+        f"AND hx.comparability_key = x.comparability_key AND hx.{column} > 0"
+    )
+    where = (
+        f"{POPULATION} AND r.role = 'guest' AND x.test_id = %s "
+        f"AND x.comparability_key = %s AND x.comparable AND x.{column} > 0"
+    )
+    figure = f"x.{column} / hx.{column}"
+    return [(_spread_sql(figure, joins, where, group), [test, key])]
+
+
+def _population_sql(test: str, key: str, disk_type: str) -> list[tuple[str, list]]:
+    """/api/v1/population/ for guest runs on one disk type: the most common
+    key, the figures' spread and the guest / host spread (no grouping)."""
+    hw = "JOIN results_hardware dh ON dh.id = r.hardware_id AND dh.disk_type = %s "
+    where = (
+        f"{POPULATION} AND r.role = 'guest' AND x.test_id = %s "
+        "AND x.comparability_key = %s AND x.comparable AND x.iops_mean > 0"
+    )
+    host = (
+        "JOIN results_run b ON b.id = r.baseline_id "
+        "AND b.visibility = 'public' AND NOT b.hidden AND NOT b.suspect "
+        "JOIN results_result hx ON hx.run_id = b.id "
+        "AND hx.comparability_key = x.comparability_key AND hx.iops_mean > 0 "
+    )
+    return [
+        (
+            "SELECT x.comparability_key, count(*) FROM results_result x "
+            f"JOIN results_run r ON r.id = x.run_id {hw}"
+            f"WHERE {POPULATION} AND r.role = 'guest' AND x.test_id = %s "
+            "AND x.comparable AND x.iops_mean > 0 "
+            "GROUP BY 1 ORDER BY 2 DESC LIMIT 1",
+            [disk_type, test],
+        ),
+        (_spread_sql("x.iops_mean", hw, where, "r.role"), [disk_type, test, key]),
+        (
+            _spread_sql("x.iops_mean / hx.iops_mean", hw + host, where, "r.role"),
+            [disk_type, test, key],
         ),
     ]
 
@@ -321,9 +412,11 @@ def build(ctx: dict) -> list[Endpoint]:
                     [],
                 ),
                 *_compare_sql(ctx["compare"][:5]),
+                *_cache_answer_sql(*ctx["cache_workload"]),
             ],
             kind="page",
-            notes="groups summary + one group compared",
+            notes="answers per mode + groups summary + one group compared",
+            stored=True,
         ),
         Endpoint(
             "page overhead report",
@@ -349,9 +442,11 @@ def build(ctx: dict) -> list[Endpoint]:
                     "ORDER BY r.created DESC, r.id DESC, g.test_id LIMIT 50",
                     [],
                 ),
+                *_overhead_answer_sql(*ctx["overhead_workload"]),
             ],
             kind="page",
-            notes="summary per test + one page of pairs",
+            notes="answer overall and per storage + summary per test + a page",
+            stored=True,
         ),
         Endpoint(
             "API aggregates",
@@ -377,6 +472,7 @@ def build(ctx: dict) -> list[Endpoint]:
                     [test, ctx["key"]],
                 ),
             ],
+            stored=True,
         ),
         Endpoint(
             "API similar systems",
@@ -393,6 +489,23 @@ def build(ctx: dict) -> list[Endpoint]:
                 ),
             ],
             notes="population of values",
+            stored=True,
+        ),
+        Endpoint(
+            "API population",
+            f"/api/v1/population/?test_id={test}&metric=iops&role=guest"
+            f"&disk_type={ctx['disk_type']}",
+            _population_sql(test, ctx["key"], ctx["disk_type"]),
+            notes="figures and guest/host of one test on one disk type",
+            stored=True,
+        ),
+        Endpoint(
+            "API population compare",
+            f"/api/v1/population/compare/?test_id={test}&metric=iops&role=guest"
+            "&a=cache_mode%3Dnone&b=cache_mode%3Dwriteback",
+            _cache_answer_sql(test, ctx["key"], "iops_mean", ("none", "writeback")),
+            notes="writeback vs none over every guest run",
+            stored=True,
         ),
         Endpoint(
             "API hardware list",
@@ -484,7 +597,34 @@ def pick_context() -> dict:
         test_id, key = cur.fetchone()
         cur.execute(f"SELECT count(*) FROM results_run r WHERE {VISIBLE}")
         pages = -(-cur.fetchone()[0] // 50)
+    from benchdb.results.compare import metric_column
+    from benchdb.web import answers
+
+    def workload(question: str) -> tuple:
+        """(test id, its most common key, metric column) the report shows
+        first: ``answers.workloads``' first option."""
+        options = answers.workloads.live(question)
+        if not options:
+            return (test_id, key, "iops_mean")
+        chosen = options[0]
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT comparability_key FROM results_result x JOIN results_run r "
+                f"ON r.id = x.run_id WHERE {VISIBLE} AND NOT r.suspect "
+                "AND x.test_id = %s AND x.comparable GROUP BY 1 "
+                "ORDER BY count(*) DESC, 1 LIMIT 1",
+                [chosen["test_id"]],
+            )
+            top = cur.fetchone()
+        return (
+            chosen["test_id"],
+            top[0] if top else key,
+            metric_column(chosen["metric"]),
+        )
+
     return {
+        "cache_workload": workload("cache"),
+        "overhead_workload": workload("overhead"),
         "guest": guest,
         "host": host,
         "disk_type": disk_type,

@@ -293,7 +293,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "benchdb.results.tasks.requeue_stale",
         "schedule": SUBMISSION_REQUEUE_INTERVAL_S,
     },
+    # The stored across-runs answers (benchdb/results/refresh.py): queued a
+    # few seconds after each ingest and moderation; beat is the backstop.
+    "refresh-summaries": {
+        "task": "benchdb.results.refresh.refresh_summaries",
+        "schedule": envint("SUMMARY_REFRESH_INTERVAL_S", 600),
+    },
 }
+SUMMARY_REFRESH_DELAY_S = envint("SUMMARY_REFRESH_DELAY_S", 5)
+SUMMARY_REFRESH_MAX = envint("SUMMARY_REFRESH_MAX", 500)
 # beat keeps its last-run times in a file; not in the working directory.
 CELERY_BEAT_SCHEDULE_FILENAME = os.environ.get(
     "CELERY_BEAT_SCHEDULE_FILENAME", str(embedded.var_dir() / "celerybeat-schedule")

@@ -89,3 +89,27 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         handle.close()
+
+
+@pytest.fixture(autouse=True)
+def _data_version_per_statement(request):
+    """Inside a test's transaction (never committed) the data version's
+    trigger fires at the end of each statement instead of at COMMIT, so a
+    test sees what a reader would see after each write committed
+    (benchdb/results/answer_cache.py, migration 0009).  Tests with
+    ``transaction=True`` commit, and need nothing."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = marker is not None and (
+        marker.kwargs.get("transaction") or (marker.args and marker.args[0])
+    )
+    uses_db = marker is not None or "db" in request.fixturenames
+    if uses_db and not transactional and "transactional_db" not in request.fixturenames:
+        request.getfixturevalue("db")
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SET CONSTRAINTS results_run_data_version, "
+                "results_result_data_version IMMEDIATE"
+            )
+    yield

@@ -18,8 +18,9 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from benchdb.api.serializers import FreshnessSerializer
 from benchdb.api.views import error_responses, filter_parameters
-from benchdb.results import population, stats
+from benchdb.results import answer_cache, population, stats
 
 # Parameters of these views that are not run filters.
 OWN_PARAMS = ("test_id", "metric", "comparability_key", "a", "b", "of", "format")
@@ -82,6 +83,7 @@ class PopulationSerializer(serializers.Serializer):
     overhead = OverheadSpreadSerializer(
         help_text="Guest ÷ host per guest run with a visible host baseline."
     )
+    freshness = FreshnessSerializer(allow_null=True)
 
 
 class PerSystemSerializer(serializers.Serializer):
@@ -118,6 +120,7 @@ class PopulationCompareSerializer(serializers.Serializer):
     per_system = PerSystemSerializer(
         required=False, help_text="Spread of the per-system ratios (paired only)."
     )
+    freshness = FreshnessSerializer(allow_null=True)
 
 
 def _run_filters(params: QueryDict, extra: str | None = None) -> QueryDict:
@@ -135,11 +138,43 @@ def _run_filters(params: QueryDict, extra: str | None = None) -> QueryDict:
     return out
 
 
-def _runs(params: QueryDict, pointer: str):
+def _runs(params: QueryDict, pointer: str) -> list:
+    """The run filters, checked (400 naming ``pointer`` when they do not
+    validate), as the arguments of a stored answer (``query_items``)."""
     try:
-        return population.filter_runs(params)
+        population.filter_runs(params)
     except ValueError as exc:
         raise exceptions.ValidationError({pointer: [str(exc)]}) from None
+    return answer_cache.query_items(params)
+
+
+@answer_cache.stored
+def distribution_answer(
+    filters: list, test_id: str, metric: str, comparability_key: str | None
+) -> dict:
+    """``population.distribution`` over run filters, stored (answer_cache)."""
+    runs = population.filter_runs(answer_cache.query_dict(filters))
+    return population.distribution(runs, test_id, metric, comparability_key)
+
+
+@answer_cache.stored
+def compare_answer(
+    filters_a: list,
+    filters_b: list,
+    test_id: str,
+    metric: str,
+    comparability_key: str | None,
+    of: str,
+) -> dict:
+    """``population.compare_sets`` over two sets of run filters, stored."""
+    return population.compare_sets(
+        population.filter_runs(answer_cache.query_dict(filters_a)),
+        population.filter_runs(answer_cache.query_dict(filters_b)),
+        test_id,
+        metric,
+        comparability_key,
+        of=of,
+    )
 
 
 class PopulationView(APIView):
@@ -156,10 +191,11 @@ class PopulationView(APIView):
         query = PopulationQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
-        runs = _runs(_run_filters(request.query_params), "filters")
-        answer = population.distribution(
-            runs, q["test_id"], q["metric"], q.get("comparability_key")
+        filters = _runs(_run_filters(request.query_params), "filters")
+        answer, found = distribution_answer.with_freshness(
+            filters, q["test_id"], q["metric"], q.get("comparability_key")
         )
+        answer = {**answer, "freshness": answer_cache.freshness_of(found)}
         return Response(PopulationSerializer(answer).data)
 
 
@@ -181,14 +217,15 @@ class PopulationCompareView(APIView):
         q = query.validated_data
         runs_a = _runs(_run_filters(request.query_params, q["a"]), "a")
         runs_b = _runs(_run_filters(request.query_params, q["b"]), "b")
-        answer = population.compare_sets(
+        answer, found = compare_answer.with_freshness(
             runs_a,
             runs_b,
             q["test_id"],
             q["metric"],
             q.get("comparability_key"),
-            of=q["of"],
+            q["of"],
         )
+        answer = {**answer, "freshness": answer_cache.freshness_of(found)}
         return Response(PopulationCompareSerializer(answer).data)
 
 

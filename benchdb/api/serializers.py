@@ -772,6 +772,20 @@ class DistributionSerializer(serializers.Serializer):
     max = serializers.FloatField(allow_null=True)
 
 
+class FreshnessSerializer(serializers.Serializer):
+    """How fresh a stored across-runs answer is (``results.answer_cache``)."""
+
+    as_of = serializers.DateTimeField(
+        help_text="When the answer was computed (its data snapshot)."
+    )
+    runs = serializers.IntegerField(help_text="Listed runs in that snapshot.")
+    data_version = serializers.IntegerField()
+    current = serializers.BooleanField(
+        help_text="False: runs were uploaded since; the worker's refresh, "
+        "queued by every upload, adds them within minutes."
+    )
+
+
 class SimilarSerializer(serializers.Serializer):
     run = serializers.IntegerField()
     test_id = serializers.CharField()
@@ -786,6 +800,7 @@ class SimilarSerializer(serializers.Serializer):
     better_than_percent = serializers.FloatField(allow_null=True)
     distribution = DistributionSerializer()
     population = serializers.ListField(child=serializers.FloatField())
+    freshness = FreshnessSerializer(allow_null=True)
 
 
 class AggregateQuerySerializer(serializers.Serializer):
@@ -809,6 +824,7 @@ class AggregateSerializer(serializers.Serializer):
     group_by = serializers.CharField(allow_null=True)
     overall = DistributionSerializer()
     groups = AggregateGroupSerializer(many=True)
+    freshness = FreshnessSerializer(allow_null=True)
 
 
 # Saved comparisons and tokens ------------------------------------------------

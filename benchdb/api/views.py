@@ -39,7 +39,8 @@ from benchdb.api.throttling import (
     client_address,
 )
 from benchdb.api.validation import check_upload
-from benchdb.results import exports, ingest, reads
+from benchdb.results import answer_cache, exports, ingest, reads
+from benchdb.results import compare as compare_mod
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
@@ -324,6 +325,15 @@ class RunViewSet(
             except PermissionError as exc:
                 raise exceptions.NotAuthenticated(str(exc)) from None
             return reads.list_columns(runs) if self.action == "list" else runs
+        if self.action == "similar":
+            # Only the facets and the disk type are needed: not the wide
+            # JSON columns, nor the baseline's row.
+            return (
+                readable_runs(self.request)
+                .select_related("hardware")
+                .defer("environment", "tags", "tag_sources", "warnings", "notes")
+                .order_by("-created", "-id")
+            )
         qs = readable_runs(self.request).select_related(
             "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
         )
@@ -562,6 +572,10 @@ def filter_parameters() -> list[OpenApiParameter]:
     return params
 
 
+# Parameters of the aggregates view that are not run filters.
+AGGREGATE_OWN_PARAMS = ("test_id", "metric", "group_by", "comparability_key", "format")
+
+
 class AggregatesView(APIView):
     @extend_schema(
         summary="Distribution of a test's metric, grouped by a facet",
@@ -576,16 +590,20 @@ class AggregatesView(APIView):
         query = s.AggregateQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
+        # Stored and served by the data version (results.answer_cache); the
+        # filters are the answer's arguments, minus this view's own.
+        filters = answer_cache.query_items(request.query_params, AGGREGATE_OWN_PARAMS)
         try:
-            answer = reads.aggregates(
-                request.query_params,
+            answer, found = compare_mod.stored_aggregates.with_freshness(
+                filters,
                 q["test_id"],
                 q["metric"],
                 q.get("group_by"),
-                comparability_key=q.get("comparability_key"),
+                q.get("comparability_key"),
             )
         except reads.FilterError as exc:
             raise exceptions.ValidationError(exc.errors) from None
+        answer = {**answer, "freshness": answer_cache.freshness_of(found)}
         return Response(s.AggregateSerializer(answer).data)
 
 

@@ -1,58 +1,249 @@
-"""Community answers cached by what they depend on.
+"""Across-runs answers stored in PostgreSQL, served by the data version.
 
-The reports' across-runs answers (``web.answers``) and the overhead summary
-(``summaries.overhead_summary``) aggregate over every listed run of a test,
-or every guest/host pair: their cost grows with the table however little
-they show.  They are kept in Django's cache (``CACHES``: per process by
-default, Redis with ``CACHE_URL``) under a key made of their arguments and
-``data_version()``, read from PostgreSQL on each request, so a new, deleted,
-hidden or flagged run is visible at once in every process.
+The reports' answers (``web.answers``), the overhead summary, aggregates,
+similar-system populations and ``/api/v1/population/`` aggregate over every
+listed run of a test, or every guest/host pair: their cost grows with the
+table however little they show.  Each is a function decorated with
+``stored``; what it returns is kept in ``results_answersummary`` (one row per
+function and arguments: the answer as JSON, the data version and time of the
+snapshot it was computed in, and how many runs were listed then).
+
+- **One definition.**  A stored answer is the decorated function's own
+  return value, computed in one REPEATABLE READ snapshot; nothing else
+  writes the table.  ``live`` is the undecorated function.
+- **One cheap read.**  A request reads the version row and the stored answer
+  in one primary-key query (``fetch``).
+- **Fresh, and honest about it.**  ``results_dataversion`` is bumped by a
+  trigger at the commit of every transaction that writes runs (migration
+  0008): ``version`` for any change, ``removed`` when a run left a
+  population (deleted, hidden, unlisted or private, flagged, facets or
+  baseline changed).  A stored answer computed before the last removal is
+  never served: it is computed again from the live data (and stored).  One
+  computed before mere additions (new uploads) is served with its
+  ``Freshness`` (as of when, over how many runs, whether newer data exists)
+  until the worker's refresh (``results.refresh``), queued after every
+  ingest and moderation, replaces it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import hashlib
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 
-# How long a cached community answer may live at most (seconds); a new or
-# moderated run makes it stale at once through ``data_version``.
-ANSWER_CACHE_SECONDS = 3600
+# A stored answer not asked for in this long is dropped by the refresh
+# instead of being computed again.
+KEEP_UNREQUESTED = timedelta(days=7)
+# ``requested`` is written at most this often per answer (a read path that
+# writes on every request would contend on hot rows).
+REQUESTED_EVERY = timedelta(hours=1)
+
+# Every stored function by name, so the refresh can recompute a stored row.
+REGISTRY: dict[str, object] = {}
+
+# Set while a stored answer is being computed: answers it calls are then
+# computed in the same snapshot instead of being read or stored on their own.
+_computing: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "benchdb_answer_computing", default=False
+)
+
+# The data version (0 until the first write after a flush of the tables).
+VERSION = "coalesce(v.version, 0)"
+LISTED_RUNS_SQL = (
+    "SELECT count(*) FROM results_run WHERE visibility = 'public' AND NOT hidden"
+)
 
 
-def data_version() -> str:
-    """What every across-runs answer depends on, in one cheap query.
+@dataclass(frozen=True)
+class Freshness:
+    """How fresh a served answer is: the snapshot it was computed in."""
 
-    A new run raises ``max(id)``; a deleted one lowers ``count(*)``; any
-    change to a run (moderation: hide, flag; a baseline linked, a run made
-    suspect at ingest) sets its ``updated`` (``auto_now``, and explicitly in
-    ingest's ``update_fields`` and bulk ``update``).  Results are written
-    and deleted only with their run.  Read from PostgreSQL, so every web
-    process sees a new version as soon as the run is committed, whatever
-    the cache backend.
-    """
+    as_of: datetime
+    runs: int
+    version: int
+    current: bool
+
+    def as_dict(self) -> dict:
+        return {
+            "as_of": self.as_of,
+            "runs": self.runs,
+            "data_version": self.version,
+            "current": self.current,
+        }
+
+
+def data_version() -> int:
+    """The data version: one primary-key read of ``results_dataversion``."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), max(id), max(updated) FROM results_run")
-        count, top, updated = cursor.fetchone()
-    return f"{count}:{top}:{updated.isoformat() if updated else ''}"
+        cursor.execute("SELECT version FROM results_dataversion WHERE id = 1")
+        row = cursor.fetchone()
+    return row[0] if row else 0
 
 
-def cached(fn):
-    """Cache a community answer (Django's cache) by its arguments and the
-    ``data_version``: these answers aggregate over every listed run of a
-    test, so they cost the same however few rows they show."""
+def _json_default(value):
+    # NumPy scalars (stats) and times: the same numbers, as JSON.
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"cannot store {type(value).__name__} in an answer")
+
+
+def encode(value) -> str:
+    return json.dumps(value, default=_json_default, allow_nan=True, sort_keys=True)
+
+
+def _digest(args: tuple) -> tuple[str, str]:
+    text = json.dumps(list(args), default=_json_default, sort_keys=True)
+    return text, hashlib.sha256(text.encode()).hexdigest()
+
+
+def fetch(name: str, args: tuple):
+    """(answer, Freshness) stored for ``name(*args)`` if it may be served,
+    else None.  One query: the version row and the stored answer."""
+    _text, digest = _digest(args)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {VERSION}, coalesce(v.removed, 0), s.answer, s.version, "
+            "s.computed, s.runs, s.requested FROM (SELECT 1) AS one "
+            "LEFT JOIN results_dataversion v ON v.id = 1 "
+            "LEFT JOIN results_answersummary s ON s.name = %s AND s.digest = %s",
+            [name, digest],
+        )
+        row = cursor.fetchone()
+        if row[2] is None or row[3] < row[1]:
+            return None
+        version, _removed, answer, stored, computed, runs, requested = row
+        now = timezone.now()
+        if requested < now - REQUESTED_EVERY:
+            cursor.execute(
+                "UPDATE results_answersummary SET requested = %s "
+                "WHERE name = %s AND digest = %s",
+                [now, name, digest],
+            )
+    return json.loads(answer), Freshness(computed, runs, stored, stored == version)
+
+
+def compute_and_store(name: str, fn, args: tuple):
+    """Compute ``fn(*args)`` in one snapshot with its data version and run
+    count, store it (unless a newer one is stored already) and return
+    (answer, Freshness)."""
+    text, digest = _digest(args)
+    token = _computing.set(True)
+    try:
+        if connection.in_atomic_block:
+            # Already one transaction (a test, ATOMIC_REQUESTS): its snapshot.
+            version, computed, runs, answer, seconds = _compute(fn, args)
+        else:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                version, computed, runs, answer, seconds = _compute(fn, args)
+    finally:
+        _computing.reset(token)
+    stored = encode(answer)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO results_answersummary (name, digest, args, answer, "
+            "version, computed, runs, seconds, requested) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (name, digest) DO UPDATE SET answer = EXCLUDED.answer, "
+            "version = EXCLUDED.version, computed = EXCLUDED.computed, "
+            "runs = EXCLUDED.runs, seconds = EXCLUDED.seconds, "
+            "requested = GREATEST(results_answersummary.requested, "
+            "EXCLUDED.requested) "
+            "WHERE results_answersummary.version <= EXCLUDED.version",
+            [name, digest, text, stored, version, computed, runs, seconds, computed],
+        )
+    # What is served is what was stored: the JSON round trip, always.
+    return json.loads(stored), Freshness(computed, runs, version, True)
+
+
+def _compute(fn, args: tuple) -> tuple:
+    """(data version, time, listed runs, answer, seconds) in one snapshot."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {VERSION}, clock_timestamp(), ({LISTED_RUNS_SQL}) "
+            "FROM (SELECT 1) AS one LEFT JOIN results_dataversion v ON v.id = 1"
+        )
+        version, computed, runs = cursor.fetchone()
+    start = time.perf_counter()
+    answer = fn(*args)
+    return version, computed, runs, answer, time.perf_counter() - start
+
+
+def stored(fn):
+    """Serve ``fn``'s answer from ``results_answersummary`` (see the module).
+
+    ``fn`` takes JSON-able positional arguments.  ``wrapper(*args)`` returns
+    the answer; ``wrapper.with_freshness(*args)`` returns (answer,
+    Freshness); ``wrapper.live`` is ``fn`` itself.
+    """
+    name = f"{fn.__module__}.{fn.__qualname__}"
+
+    def with_freshness(*args):
+        if _computing.get():
+            return fn(*args), None
+        found = fetch(name, args)
+        if found is None:
+            found = compute_and_store(name, fn, args)
+        return found
 
     @functools.wraps(fn)
     def wrapper(*args):
-        digest = hashlib.sha256(repr(args).encode()).hexdigest()[:32]
-        key = f"benchdb:answers:{fn.__name__}:{data_version()}:{digest}"
-        found = cache.get(key)
-        if found is None:
-            found = fn(*args)
-            cache.set(key, found, ANSWER_CACHE_SECONDS)
-        return found
+        return with_freshness(*args)[0]
 
+    wrapper.with_freshness = with_freshness
+    wrapper.live = fn
     wrapper.uncached = fn
+    wrapper.stored_name = name
+    REGISTRY[name] = wrapper
     return wrapper
+
+
+# The older name of ``stored``.
+cached = stored
+
+
+def query_items(params, exclude: tuple = ()) -> list:
+    """The run filters among query parameters (``RunFilterSet``'s names, but
+    ``ordering`` and ``exclude``) as [[name, [values…]], …], names sorted:
+    the arguments of a stored answer over run filters."""
+    from benchdb.results.filters import RunFilterSet
+
+    names = set(RunFilterSet.base_filters) - {"ordering", *exclude}
+    # The date ranges' parameters are <name>_after / <name>_before.
+    return [
+        [name, list(params.getlist(name))]
+        for name in sorted(params)
+        if name in names
+        or (name.endswith(("_after", "_before")) and name.rsplit("_", 1)[0] in names)
+    ]
+
+
+def query_dict(items: list):
+    """``query_items`` back into a QueryDict."""
+    from django.http import QueryDict
+
+    out = QueryDict(mutable=True)
+    for name, values in items:
+        out.setlist(name, [str(v) for v in values])
+    return out
+
+
+def freshness_of(*found) -> dict | None:
+    """The oldest of several answers' freshness (``Freshness`` or its
+    ``as_dict``), for a page or a response; None if all were computed inside
+    another answer."""
+    known = [f.as_dict() if isinstance(f, Freshness) else f for f in found if f]
+    if not known:
+        return None
+    oldest = min(known, key=lambda f: (f["data_version"], f["as_of"]))
+    return {**oldest, "current": all(f["current"] for f in known)}

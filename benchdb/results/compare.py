@@ -23,7 +23,7 @@ from django.db import connection
 from django.db.models import Count, F, FloatField, Max, Min, QuerySet
 from django.db.models.aggregates import Aggregate
 
-from benchdb.results import stats
+from benchdb.results import answer_cache, stats
 from benchdb.results.models import METRIC_FIELDS, Measurement, Result, Run
 from benchdb_agent import suite as agent_suite
 
@@ -600,6 +600,60 @@ def metric_column(metric: str) -> str:
         raise ValueError(f"unknown metric {metric!r}; one of {allowed}") from None
 
 
+def _similar_results(
+    comparability_key: str,
+    column: str,
+    disk_type: str | None,
+    match: Sequence[Sequence[str]],
+    runs: QuerySet,
+) -> QuerySet:
+    """Results of one comparability key with a figure, among ``runs``, on
+    hardware of ``disk_type`` (None: runs without a hardware description),
+    with the run facets of ``match`` ([facet, value] pairs)."""
+    qs = Result.objects.filter(
+        comparability_key=comparability_key,
+        comparable=True,
+        run__in=runs,
+        **{f"{column}__isnull": False},
+    )
+    if disk_type is not None:
+        qs = qs.filter(run__hardware__disk_type=disk_type)
+    else:
+        qs = qs.filter(run__hardware__isnull=True)
+    for facet, value in match:
+        qs = qs.filter(**{f"run__{facet}": value})
+    return qs
+
+
+@answer_cache.stored
+def similar_population(
+    comparability_key: str,
+    metric: str,
+    disk_type: str | None,
+    match: Sequence[Sequence[str]],
+) -> dict:
+    """The population ``similar_systems`` ranks a run in (visible, not
+    suspect runs): every figure in order and their distribution.  It does
+    not depend on the run, so it is stored once for every run that shares it
+    (``answer_cache``)."""
+    return _population_of(comparability_key, metric, disk_type, match, None)
+
+
+def _population_of(comparability_key, metric, disk_type, match, runs) -> dict:
+    column = metric_column(metric)
+    qs = _similar_results(
+        comparability_key,
+        column,
+        disk_type,
+        match,
+        comparable_runs() if runs is None else runs,
+    )
+    return {
+        "population": list(qs.order_by(column).values_list(column, flat=True)),
+        "distribution": _distribution(qs, column),
+    }
+
+
 def similar_systems(
     run: Run,
     test_id: str,
@@ -616,38 +670,37 @@ def similar_systems(
     ``SIMILAR_MATCH``).  ``percentile`` is the share of the population at or
     below the run's value (ties count half); ``better_than_percent`` turns it
     round for latencies, where lower is better.  The run itself is part of
-    the population when it is visible.
+    the population when it is visible.  Without ``runs`` the population is
+    ``similar_population``'s stored answer, and ``freshness`` says as of when.
     """
     column = metric_column(metric)
     for facet in match:
         if facet not in SIMILAR_MATCH:
             allowed = ", ".join(SIMILAR_MATCH)
             raise ValueError(f"cannot match on {facet!r}; one of {allowed}")
-    result = Result.objects.filter(run=run, test_id=test_id).first()
-    if result is None:
-        raise LookupError(f"run {run.pk} has no test {test_id!r}")
-    value = getattr(result, column)
-    disk_type = run.hardware.disk_type if run.hardware_id else "unknown"
-    population_runs = runs if runs is not None else comparable_runs()
-    qs = Result.objects.filter(
-        comparability_key=result.comparability_key,
-        comparable=True,
-        run__in=population_runs,
-        **{f"{column}__isnull": False},
+    # The key and the figure only (not the statistics JSON).
+    found = (
+        Result.objects.filter(run=run, test_id=test_id)
+        .values_list("comparability_key", column)
+        .first()
     )
-    if run.hardware_id:
-        qs = qs.filter(run__hardware__disk_type=disk_type)
+    if found is None:
+        raise LookupError(f"run {run.pk} has no test {test_id!r}")
+    comparability_key, value = found
+    disk_type = run.hardware.disk_type if run.hardware_id else "unknown"
+    pairs = [[facet, getattr(run, facet)] for facet in match]
+    args = (comparability_key, metric, disk_type if run.hardware_id else None)
+    if runs is None:
+        found, freshness = similar_population.with_freshness(*args, pairs)
     else:
-        qs = qs.filter(run__hardware__isnull=True)
-    for facet in match:
-        qs = qs.filter(**{f"run__{facet}": getattr(run, facet)})
-    population = list(qs.order_by(column).values_list(column, flat=True))
+        found, freshness = _population_of(*args, pairs, runs), None
+    population = found["population"]
     rank = stats.percentile_rank(value, population) if value is not None else None
     higher = MAIN_METRICS[metric]["higher_is_better"]
     return {
         "run": run.pk,
         "test_id": test_id,
-        "comparability_key": result.comparability_key,
+        "comparability_key": comparability_key,
         "metric": metric,
         "unit": MAIN_METRICS[metric]["unit"],
         "higher_is_better": higher,
@@ -658,8 +711,9 @@ def similar_systems(
         "better_than_percent": (
             None if rank is None else (rank if higher else 100.0 - rank)
         ),
-        "distribution": _distribution(qs, column),
+        "distribution": found["distribution"],
         "population": population,
+        "freshness": answer_cache.freshness_of(freshness),
     }
 
 
@@ -726,3 +780,24 @@ def aggregates(
         "overall": overall,
         "groups": groups,
     }
+
+
+@answer_cache.stored
+def stored_aggregates(
+    filters: list,
+    test_id: str,
+    metric: str,
+    group_by: str | None,
+    comparability_key: str | None,
+) -> dict:
+    """``reads.aggregates`` over run filters given as [[name, [values]], …]
+    (``answer_cache.query_items``): stored and served by the data version."""
+    from benchdb.results import reads
+
+    return reads.aggregates(
+        answer_cache.query_dict(filters),
+        test_id,
+        metric,
+        group_by,
+        comparability_key=comparability_key,
+    )

@@ -680,3 +680,61 @@ class ApiToken(models.Model):
             user=user, name=name, key_hash=hash_secret(key), prefix=key[:10]
         )
         return token, key
+
+
+class DataVersion(models.Model):
+    """One row: what every across-runs answer depends on (``answer_cache``).
+
+    Bumped by a trigger on ``results_run`` (migration 0009) at the commit of
+    every transaction that inserts, updates or deletes runs: ``version`` goes
+    up by one; ``removed`` is set to the new version when that transaction
+    took a run out of a population (deleted, hidden, made unlisted or
+    private, flagged, or changed a listed run's facets or baseline), so a
+    stored answer computed before it is never served again.
+    """
+
+    version = models.BigIntegerField(default=0)
+    removed = models.BigIntegerField(default=0)
+    changed = models.DateTimeField(null=True)
+    # Set when a summary refresh is queued, cleared when it starts: many
+    # uploads in a row queue one refresh (``results.refresh``).
+    refresh_queued = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "results_dataversion"
+
+    def __str__(self) -> str:
+        return f"data version {self.version} (removed at {self.removed})"
+
+
+class AnswerSummary(models.Model):
+    """An across-runs answer as the live function computed it, stored.
+
+    ``name`` is the function, ``digest`` its arguments (``args``, JSON);
+    ``answer`` is the function's return value as JSON text; ``version`` the
+    data version of the snapshot it was computed in, ``computed`` when, and
+    ``runs`` how many runs were listed in that snapshot.  Refreshed by the
+    worker (``results.refresh``), read by the pages and the API
+    (``results.answer_cache``).
+    """
+
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64)
+    args = models.TextField()
+    answer = models.TextField()
+    version = models.BigIntegerField()
+    computed = models.DateTimeField()
+    runs = models.IntegerField()
+    seconds = models.FloatField(default=0)
+    requested = models.DateTimeField()
+
+    class Meta:
+        db_table = "results_answersummary"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name", "digest"], name="results_answersummary_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.args} (version {self.version})"

@@ -661,7 +661,7 @@ def overhead_report(page=None) -> dict:
     pair, computed by PostgreSQL (``summaries.overhead_summary``), and the
     test-by-test rows of one page of guest runs (``OVERHEAD_PAGE_GUESTS``)."""
     guests = overhead_guests()
-    summary = _overhead_summary()
+    summary, freshness = overhead_summary_answer.with_freshness()
     paginator = Paginator(
         guests.select_related("baseline", "hardware").order_by("pair_id", "id"),
         OVERHEAD_PAGE_GUESTS,
@@ -671,13 +671,14 @@ def overhead_report(page=None) -> dict:
         "summary": summary,
         "rows": overhead_rows(list(page_obj.object_list)),
         "page": page_obj,
+        "summary_freshness": answer_cache.freshness_of(freshness),
     }
 
 
-@answer_cache.cached
-def _overhead_summary() -> list[dict]:
-    """The public overhead summary: every listed pair, so cached by the data
-    version (``answer_cache``)."""
+@answer_cache.stored
+def overhead_summary_answer() -> list[dict]:
+    """The public overhead summary: every listed pair, so stored and served
+    by the data version (``answer_cache``)."""
     return summaries.overhead_summary(overhead_guests(), Run.objects.listed())
 
 
@@ -748,19 +749,29 @@ def cache_mode_groups(page=1) -> list[dict]:
     """Listed guest runs that differ only in cache mode: same hardware, layout
     and suite; the first run of each mode, modes in CACHE_ORDER.  One page of
     groups (``CACHE_GROUPS_PAGE``), newest first, grouped by PostgreSQL."""
-    groups, _total = summaries.cache_mode_groups(
-        Run.objects.listed(), _page_number(page), CACHE_GROUPS_PAGE
+    return _cache_mode_page(_page_number(page))[0]
+
+
+@answer_cache.stored
+def cache_mode_group_page(page: int) -> list:
+    """[{cache mode: run id} per group, number of groups] of one page over
+    every listed run: stored (``answer_cache``)."""
+    pages, total = summaries.cache_mode_group_ids(
+        Run.objects.listed(), page, CACHE_GROUPS_PAGE
     )
-    return groups
+    return [pages, total]
+
+
+def _cache_mode_page(number: int) -> tuple[list[dict], int, dict | None]:
+    (pages, total), found = cache_mode_group_page.with_freshness(number)
+    return summaries.cache_mode_groups_of(pages), total, found
 
 
 def cache_mode_report(group_key: str | None, page=1) -> dict:
     """A page of cache-mode groups and the chosen one (by its key, the run
     ids joined by "-"), which need not be on that page."""
     number = _page_number(page)
-    groups, total = summaries.cache_mode_groups(
-        Run.objects.listed(), number, CACHE_GROUPS_PAGE
-    )
+    groups, total, found = _cache_mode_page(number)
     group = None
     if group_key:
         group = next((g for g in groups if g["key"] == group_key), None)
@@ -775,6 +786,7 @@ def cache_mode_report(group_key: str | None, page=1) -> dict:
         "group_count": total,
         "group_page": min(number, pages),
         "group_pages": pages,
+        "groups_freshness": answer_cache.freshness_of(found),
     }
 
 

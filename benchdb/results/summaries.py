@@ -282,13 +282,13 @@ GROUP_KEY = (
 )
 
 
-def cache_mode_groups(
+def cache_mode_group_ids(
     guests: QuerySet, page: int = 1, per_page: int = 50
-) -> tuple[list[dict], int]:
+) -> tuple[list[dict[str, int]], int]:
     """One page of groups of guest runs that differ only in cache mode (same
-    hardware, layout and suite), newest group first, with the first run
-    (lowest id) of each mode; and the number of groups.  Two queries, and
-    one for the runs shown."""
+    hardware, layout and suite), newest group first, as {cache mode: run id}
+    of the first run (lowest id) of each mode; and the number of groups.
+    Two queries."""
     qs = guests.filter(role="guest", cache_mode__in=CACHE_ORDER)
     sql, params = (
         qs.order_by().values(*GROUP_KEY, "cache_mode", "id").query.sql_with_params()
@@ -324,18 +324,37 @@ def cache_mode_groups(
             [*params, per_page, offset, *params],
         )
         members: dict[int, dict[str, int]] = defaultdict(dict)
-        order: list[int] = []
         for newest, mode, run_id in cursor.fetchall():
-            if newest not in members:
-                order.append(newest)
             members[newest][mode] = run_id
-    ids = [rid for m in members.values() for rid in m.values()]
-    runs = Run.objects.select_related("hardware", "hardware__disk_model").in_bulk(ids)
+    return list(members.values()), total
+
+
+def cache_mode_groups_of(pages: list[dict[str, int]]) -> list[dict]:
+    """The groups ``cache_mode_group_ids`` named, with their runs (one query)."""
+    ids = [rid for m in pages for rid in m.values()]
+    runs = (
+        Run.objects.select_related("hardware", "hardware__disk_model")
+        .defer("environment", "tags", "tag_sources", "warnings")
+        .in_bulk(ids)
+    )
     out = []
-    for newest in order:
-        by_mode = members[newest]
-        out.append(_group([runs[by_mode[m]] for m in CACHE_ORDER if m in by_mode]))
-    return out, total
+    for by_mode in pages:
+        members = [runs.get(by_mode[m]) for m in CACHE_ORDER if m in by_mode]
+        members = [r for r in members if r is not None]
+        if len(members) > 1:
+            out.append(_group(members))
+    return out
+
+
+def cache_mode_groups(
+    guests: QuerySet, page: int = 1, per_page: int = 50
+) -> tuple[list[dict], int]:
+    """One page of groups of guest runs that differ only in cache mode (same
+    hardware, layout and suite), newest group first, with the first run
+    (lowest id) of each mode; and the number of groups.  Two queries, and
+    one for the runs shown."""
+    pages, total = cache_mode_group_ids(guests, page, per_page)
+    return cache_mode_groups_of(pages), total
 
 
 def _group(ordered: list[Run]) -> dict:

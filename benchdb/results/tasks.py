@@ -277,3 +277,8 @@ def ping(marker_path: str) -> None:
     message went through the broker to a real worker process.
     """
     Path(marker_path).write_text(str(os.getpid()))
+
+
+# The refresh of the stored across-runs answers: its task, and the signals
+# that queue it after ingest and moderation (benchdb/results/refresh.py).
+from benchdb.results import refresh as _refresh  # noqa: E402, F401

@@ -27,8 +27,8 @@ from benchdb.api.throttling import (
     login_failed,
     remember_device,
 )
+from benchdb.results import answer_cache, exports, reads, stats
 from benchdb.results import compare as compare_mod
-from benchdb.results import exports, reads, stats
 from benchdb.results.models import (
     ApiToken,
     Comparison,
@@ -391,9 +391,12 @@ def comparison_share(request, slug: str):
 
 def _answer_context(request, cache_sweep: bool) -> dict:
     """The setup form and what it needs (shared by both reports)."""
-    options = answers.workloads("cache" if cache_sweep else "overhead")
+    options, found = answers.workloads.with_freshness(
+        "cache" if cache_sweep else "overhead"
+    )
     setup = answers.chosen_setup(request.GET)
     return {
+        "_found": [found],
         "setup_fields": answers.setup_choices(),
         "setup": setup,
         "workloads": options,
@@ -408,9 +411,15 @@ def cache_mode_report(request):
     context = reads.cache_mode_report(request.GET.get("group"), request.GET.get("page"))
     context.update(_answer_context(request, cache_sweep=True))
     if context["workload"]:
-        context["answers"] = answers.cache_mode_answers(
+        context["answers"], found = answers.cache_mode_answers.with_freshness(
             context["setup"], context["workload"]
         )
+        context["_found"].append(found)
+    context["freshness"] = answer_cache.freshness_of(
+        *context.pop("_found"),
+        context.get("groups_freshness"),
+        context.get("summary_freshness"),
+    )
     context["published"] = answers.published(
         Run.objects.listed()
         .filter(source="published")
@@ -445,12 +454,18 @@ def overhead_report(request):
     context = reads.overhead_report(request.GET.get("page"))
     context.update(_answer_context(request, cache_sweep=False))
     if context["workload"]:
-        context["answer"] = answers.overhead_answer(
+        context["answer"], found = answers.overhead_answer.with_freshness(
             context["setup"], context["workload"]
         )
-        context["by_storage"] = answers.overhead_by(
+        context["by_storage"], by_found = answers.overhead_by.with_freshness(
             "storage_backend", context["setup"], context["workload"]
         )
+        context["_found"] += [found, by_found]
+    context["freshness"] = answer_cache.freshness_of(
+        *context.pop("_found"),
+        context.get("groups_freshness"),
+        context.get("summary_freshness"),
+    )
     context["published"] = answers.published(
         Run.objects.listed().filter(source="published", role="host").order_by("id")
     )

@@ -1,0 +1,196 @@
+"""The worker's refresh of the stored across-runs answers (``answer_cache``).
+
+After an ingest, a moderation, a visibility change, a claim, a PATCH or a
+deletion, ``schedule()`` queues one ``refresh_summaries`` task a few seconds
+later (``SUMMARY_REFRESH_DELAY_S``); uploads arriving meanwhile find it
+queued and add nothing, so a burst of uploads costs one refresh.  Beat runs
+it every ``SUMMARY_REFRESH_INTERVAL_S`` as a backstop (a lost message, a
+write made outside Django).
+
+The refresh recomputes, each in its own snapshot and with the live
+function, every stored answer older than the data (most recently asked for
+first) and the reports' default answers, and drops answers nobody asked for
+in ``answer_cache.KEEP_UNREQUESTED``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from celery import shared_task
+from celery.signals import task_postrun
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+from django.utils import timezone
+
+from benchdb.results import answer_cache
+
+log = logging.getLogger(__name__)
+
+
+def _delay() -> float:
+    return float(getattr(settings, "SUMMARY_REFRESH_DELAY_S", 5))
+
+
+def schedule() -> bool:
+    """Queue one refresh unless one is queued already (coalescing); True if
+    this call queued it.  Never raises: beat's schedule is the backstop."""
+    with connection.cursor() as cursor:
+        # Queued unless already queued (a queued mark older than ten minutes
+        # lost its message: queue again).
+        cursor.execute(
+            "INSERT INTO results_dataversion AS v (id, version, removed, "
+            "refresh_queued) VALUES (1, 0, 0, clock_timestamp()) "
+            "ON CONFLICT (id) DO UPDATE SET refresh_queued = EXCLUDED.refresh_queued "
+            "WHERE v.refresh_queued IS NULL "
+            "OR v.refresh_queued < clock_timestamp() - interval '10 minutes' "
+            "RETURNING id"
+        )
+        if cursor.fetchone() is None:
+            return False
+    from benchdb.results.tasks import PUBLISH_RETRY_POLICY
+
+    try:
+        refresh_summaries.apply_async(
+            countdown=_delay(), retry=True, retry_policy=PUBLISH_RETRY_POLICY
+        )
+    except Exception as exc:  # broker down: beat will refresh
+        log.warning("could not queue the summary refresh: %s", exc)
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE results_dataversion SET refresh_queued = NULL")
+        return False
+    return True
+
+
+def schedule_on_commit() -> None:
+    transaction.on_commit(_schedule_quietly)
+
+
+def _schedule_quietly() -> None:
+    try:
+        schedule()
+    except Exception as exc:  # a refresh must never fail the write
+        log.warning("could not queue the summary refresh: %s", exc)
+
+
+def default_answers() -> list[tuple]:
+    """(stored function, args) the pages show without a choice: computed by
+    every refresh, so the first reader after an upload finds them."""
+    from benchdb.results import reads
+    from benchdb.web import answers
+
+    out = [(reads.overhead_summary_answer, ()), (reads.cache_mode_group_page, (1,))]
+    for question in ("cache", "overhead"):
+        out.append((answers.workloads, (question,)))
+        options = answers.workloads(question)
+        if not options:
+            continue
+        workload = options[0]
+        if question == "cache":
+            out.append((answers.cache_mode_answers, ({}, workload)))
+        else:
+            out.append((answers.overhead_answer, ({}, workload)))
+            out.append((answers.overhead_by, ("storage_backend", {}, workload)))
+    return out
+
+
+def _load_registry() -> None:
+    """Import every module with stored answers (``answer_cache.REGISTRY``)."""
+    from benchdb.api import population  # noqa: F401
+    from benchdb.results import compare, reads  # noqa: F401
+    from benchdb.web import answers  # noqa: F401
+
+
+def refresh(limit: int | None = None) -> dict:
+    """Recompute stale stored answers and the defaults; returns figures."""
+    _load_registry()
+    limit = limit or int(getattr(settings, "SUMMARY_REFRESH_MAX", 500))
+    start = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE results_dataversion SET refresh_queued = NULL")
+        cursor.execute(
+            "DELETE FROM results_answersummary WHERE requested < %s",
+            [timezone.now() - answer_cache.KEEP_UNREQUESTED],
+        )
+        dropped = cursor.rowcount
+    done = 0
+    # The workloads first: the defaults depend on them.
+    for fn, args in default_answers():
+        name = fn.stored_name
+        if answer_cache.fetch(name, args) is None or not _current(name, args):
+            answer_cache.compute_and_store(name, fn.live, args)
+            done += 1
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.name, s.args FROM results_answersummary s, "
+            "results_dataversion v WHERE v.id = 1 AND s.version < v.version "
+            "ORDER BY s.requested DESC LIMIT %s",
+            [limit],
+        )
+        stale = cursor.fetchall()
+    skipped = 0
+    for name, text in stale:
+        fn = answer_cache.REGISTRY.get(name)
+        if fn is None:
+            skipped += 1
+            continue
+        try:
+            answer_cache.compute_and_store(name, fn.live, tuple(json.loads(text)))
+        except ValueError as exc:  # filters no longer valid, etc.
+            log.info("stored answer %s %s dropped: %s", name, text, exc)
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "DELETE FROM results_answersummary WHERE name = %s AND args = %s",
+                    [name, text],
+                )
+            continue
+        done += 1
+    seconds = time.perf_counter() - start
+    log.info(
+        "summary refresh: %d answers in %.2f s (%d dropped)", done, seconds, dropped
+    )
+    return {"answers": done, "seconds": seconds, "dropped": dropped, "skipped": skipped}
+
+
+def _current(name: str, args: tuple) -> bool:
+    found = answer_cache.fetch(name, args)
+    return found is not None and found[1].current
+
+
+@shared_task
+def refresh_summaries() -> dict:
+    """The worker's refresh (queued by ``schedule``, and by beat)."""
+    return refresh()
+
+
+# Writes that change answers queue a refresh ----------------------------------
+
+
+@task_postrun.connect
+def _after_ingest(sender=None, state=None, **kwargs) -> None:
+    """After each ingest task (helper ``tasks.ingest``): one coalesced refresh."""
+    if getattr(sender, "name", "") != "benchdb.results.tasks.ingest":
+        return
+    _schedule_quietly()
+
+
+def _run_changed(sender, **kwargs) -> None:
+    schedule_on_commit()
+
+
+def connect_model_signals() -> None:
+    """Moderation, visibility, claim, PATCH and deletion go through
+    ``Run.save()`` / ``delete()``: each queues a refresh after its commit."""
+    from benchdb.results.models import Run
+
+    receiver(post_save, sender=Run, dispatch_uid="benchdb-refresh-save")(_run_changed)
+    receiver(post_delete, sender=Run, dispatch_uid="benchdb-refresh-delete")(
+        _run_changed
+    )
+
+
+connect_model_signals()

@@ -1,0 +1,392 @@
+"""Stored across-runs answers (results/answer_cache.py, results/refresh.py).
+
+- A stored answer is exactly what the live function gives on the same data:
+  every stored function, on a generated community large enough for both of
+  ``population._spread``'s paths (bootstrap, and order statistics beyond
+  ``stats.BOOTSTRAP_MAX_VALUES`` runs).
+- Every write that changes an answer bumps the data version (the trigger of
+  migration 0009, at COMMIT): ingest, hide/unhide, visibility, claim, delete,
+  retag/PATCH; those that take a run out of a population also mark a
+  removal, after which no answer stored before is served.
+- A hidden or private run never appears in a served answer once its change
+  is committed; a new run appears after the worker's refresh, and the answer
+  says how fresh it is meanwhile.
+"""
+
+from __future__ import annotations
+
+import math
+from unittest import mock
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from benchdb.api import population as api_population
+from benchdb.results import answer_cache, compare, reads, refresh, stats
+from benchdb.results.models import Hardware, Result, Run
+from benchdb.web import answers
+
+TESTS = ("fio-rand-read-4k-q1t1", "fio-seq-read-1m-q8t1")
+KEY = "benchdb-standard/1|{}|test"
+MODES = ("none", "writeback", "writethrough", "directsync", "unsafe")
+DISKS = ("sata-ssd", "nvme-ssd", "hdd")
+STORAGE = ("zfs", "lvm", "file")
+PLATFORMS = ("proxmox", "libvirt")
+
+
+def generate(systems: int = 250, seed: int = 3) -> None:
+    """``systems`` hosts, each with a guest per cache mode (some hidden,
+    private, suspect or unpaired), every run with both tests: well over
+    ``BOOTSTRAP_MAX_VALUES`` runs of each test."""
+    rng = np.random.default_rng(seed)
+    hardware = Hardware.objects.bulk_create(
+        Hardware(fingerprint=f"gen-{i}", disk_type=DISKS[i % 3])
+        for i in range(systems // 2)
+    )
+    hosts = Run.objects.bulk_create(
+        Run(
+            suite_id="benchdb-standard",
+            suite_version="1",
+            role="host",
+            platform=PLATFORMS[i % 2],
+            hardware=hardware[i % len(hardware)] if i % 17 else None,
+            suspect=i % 23 == 0,
+        )
+        for i in range(systems)
+    )
+    guests = []
+    for i, host in enumerate(hosts):
+        for j, mode in enumerate(MODES):
+            guests.append(
+                Run(
+                    suite_id="benchdb-standard",
+                    suite_version="1",
+                    role="guest",
+                    cache_mode=mode,
+                    platform=host.platform,
+                    storage_backend=STORAGE[(i + j) % 3],
+                    hardware=host.hardware,
+                    baseline=host if (i + j) % 7 else None,
+                    visibility="private" if (i + j) % 31 == 0 else "public",
+                    hidden=(i + j) % 37 == 0,
+                    hidden_reason="gen" if (i + j) % 37 == 0 else "",
+                    suspect=(i + j) % 29 == 0,
+                )
+            )
+    guests = Run.objects.bulk_create(guests)
+    results = []
+    for run in [*hosts, *guests]:
+        speed = rng.lognormal(np.log(5000), 0.5)
+        for t in TESTS:
+            results.append(
+                Result(
+                    run=run,
+                    test_id=t,
+                    tool="fio",
+                    title=t,
+                    comparability_key=KEY.format(t),
+                    iops_mean=speed * rng.lognormal(0, 0.1),
+                    bw_bytes_mean=speed * 4096 * rng.lognormal(0, 0.1),
+                    lat_mean_ns_mean=1e9 / speed * rng.lognormal(0, 0.1),
+                    repeat_count=3,
+                )
+            )
+    Result.objects.bulk_create(results)
+    with connection.cursor() as cursor:
+        # As autovacuum would: without statistics the planner takes these
+        # thousands of fresh rows for a handful and nests loops of scans.
+        cursor.execute("ANALYZE results_run, results_result, results_hardware")
+
+
+def same(a, b) -> bool:
+    """Exact equality (floats bit for bit, NaN equal to NaN); tuples and
+    lists, NumPy and Python scalars alike."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if hasattr(a, "item"):
+        a = a.item()
+    if hasattr(b, "item"):
+        b = b.item()
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return type(a) is type(b) and a == b
+
+
+def stored_calls() -> list[tuple]:
+    """(stored function, args) over every kind of stored answer."""
+    cache_w = answers.workloads.live("cache")[0]
+    over_w = answers.workloads.live("overhead")[0]
+    t0, t1 = TESTS
+    calls = [
+        (answers.workloads, ("cache",)),
+        (answers.workloads, ("overhead",)),
+        (answers.cache_mode_answers, ({}, cache_w)),
+        (answers.cache_mode_answers, ({"disk_type": "nvme-ssd"}, cache_w)),
+        (answers.overhead_answer, ({}, over_w)),
+        (answers.overhead_answer, ({"storage_backend": "zfs"}, over_w)),
+        (answers.overhead_by, ("storage_backend", {}, over_w)),
+        (reads.overhead_summary_answer, ()),
+        (reads.cache_mode_group_page, (1,)),
+        (reads.cache_mode_group_page, (2,)),
+        (compare.similar_population, (KEY.format(t0), "iops", "hdd", [])),
+        (compare.similar_population, (KEY.format(t1), "bw_bytes", None, [])),
+        (
+            compare.similar_population,
+            (KEY.format(t0), "lat_mean_ns", "sata-ssd", [["cache_mode", "none"]]),
+        ),
+        (api_population.distribution_answer, ([], t0, "iops", None)),
+        (
+            api_population.distribution_answer,
+            ([["role", ["guest"]], ["disk_type", ["hdd"]]], t1, "bw_bytes", None),
+        ),
+        (
+            api_population.compare_answer,
+            (
+                [["cache_mode", ["none"]], ["role", ["guest"]]],
+                [["cache_mode", ["writeback"]], ["role", ["guest"]]],
+                t0,
+                "iops",
+                None,
+                "figure",
+            ),
+        ),
+        (
+            api_population.compare_answer,
+            (
+                [["storage_backend", ["zfs"]]],
+                [["storage_backend", ["lvm"]]],
+                t1,
+                "iops",
+                None,
+                "overhead",
+            ),
+        ),
+    ]
+    for group_by in (None, *compare.GROUP_BY):
+        calls.append((compare.stored_aggregates, ([], t0, "iops", group_by, None)))
+    calls.append(
+        (
+            compare.stored_aggregates,
+            (
+                [["suspect", ["true"]], ["platform", ["proxmox"]]],
+                t1,
+                "bw_bytes",
+                None,
+                None,
+            ),
+        )
+    )
+    return calls
+
+
+@pytest.mark.django_db
+def test_every_stored_answer_is_exactly_the_live_one():
+    generate()
+    n = population_size()
+    assert n > stats.BOOTSTRAP_MAX_VALUES  # both paths of _spread
+    for fn, args in stored_calls():
+        live = fn.live(*args)
+        served, fresh = fn.with_freshness(*args)  # computed and stored
+        again, fresh_again = fn.with_freshness(*args)  # read back
+        assert same(served, live), fn.stored_name
+        assert same(again, live), fn.stored_name
+        assert fresh_again.current and fresh_again.version == fresh.version
+        assert fresh.runs == Run.objects.listed().count()
+    # And the refresh stores the same: recompute all, compare again.
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE results_answersummary SET version = 0")
+    assert refresh.refresh()["answers"] >= len(stored_calls())
+    for fn, args in stored_calls():
+        assert same(fn(*args), fn.live(*args)), fn.stored_name
+
+
+def population_size() -> int:
+    return Result.objects.filter(
+        test_id=TESTS[0], run__in=compare.comparable_runs()
+    ).count()
+
+
+def version() -> tuple[int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version, removed FROM results_dataversion WHERE id = 1")
+        return cursor.fetchone()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_write_that_changes_an_answer_bumps_the_version(django_user_model):
+    """Committed writes, as in production (the trigger fires at COMMIT)."""
+    from benchdb.results.ingest import retag, store_bundle
+
+    generate(systems=10)
+    bundle = _bundle()
+    v0, _r0 = version()
+    run = store_bundle(bundle, owner_key_hash="")  # ingest
+    v1, r1 = version()
+    assert v1 == v0 + 1
+    assert r1 < v1, "a new run takes nothing out"
+
+    def bumped(action, removal: bool):
+        before, removed_before = version()
+        action()
+        after, removed = version()
+        what = action.__name__ if hasattr(action, "__name__") else action
+        assert after == before + 1, what
+        if removal:
+            assert removed == after, what
+        else:
+            assert removed == removed_before, what
+
+    guest = Run.objects.filter(role="guest", visibility="public", hidden=False)
+    target = guest.exclude(pk=run.pk).order_by("id").first()
+    bumped(lambda: Run.objects.get(pk=target.pk).moderate("hide", "spam"), True)
+    bumped(lambda: Run.objects.get(pk=target.pk).moderate("unhide"), False)
+    bumped(lambda: Run.objects.get(pk=target.pk).moderate("flag", "odd"), True)
+    # Unflagging takes the run out of the answers over suspect runs
+    # (aggregates with ?suspect=true).
+    bumped(lambda: Run.objects.get(pk=target.pk).moderate("unflag"), True)
+
+    def private():
+        r = Run.objects.get(pk=target.pk)
+        r.visibility = "private"
+        r.save()
+
+    bumped(private, True)
+
+    def public():
+        r = Run.objects.get(pk=target.pk)
+        r.visibility = "public"
+        r.save()
+
+    bumped(public, False)
+    user = django_user_model.objects.create_user("claimer", password="x" * 12)
+    bumped(lambda: Run.objects.get(pk=target.pk).claim(user), False)
+    bumped(lambda: retag(Run.objects.get(pk=target.pk), {"cache_mode": "unsafe"}), True)
+
+    def patch():
+        r = Run.objects.get(pk=target.pk)
+        r.title = "renamed"  # free-text search (?q=) can match it now
+        r.save()
+
+    bumped(patch, True)
+    bumped(lambda: Run.objects.get(pk=target.pk).delete(), True)
+
+
+def _bundle() -> dict:
+    """A real standard bundle, if the bench seeds are there; else a tiny one
+    made by the test factories with real fio."""
+    import copy
+    import json
+    import uuid
+    from pathlib import Path
+
+    seed = Path(__file__).resolve().parents[2] / "var/bench/seeds/standard-guest.json"
+    if seed.exists():
+        bundle = json.loads(seed.read_text())
+    else:
+        import tempfile
+
+        from tests.api.factories import FioRuns, make_bundle
+
+        bundle = make_bundle(FioRuns(Path(tempfile.mkdtemp())), tests=[TESTS[0]])
+    bundle = copy.deepcopy(bundle)
+    bundle["bundle_id"] = str(uuid.uuid4())
+    return bundle
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("how", ["hide", "private", "delete"])
+def test_a_removed_run_never_appears_once_committed(how):
+    generate(systems=12)
+    w = answers.workloads("overhead")[0]
+    before, _ = answers.overhead_answer.with_freshness({}, w)
+    # A guest that counts in the stored answer.
+    guest = (
+        Run.objects.listed()
+        .filter(role="guest", suspect=False, baseline__isnull=False)
+        .filter(baseline__in=Run.objects.listed().filter(suspect=False))
+        .filter(results__test_id=w["test_id"])
+        .order_by("id")
+        .first()
+    )
+    run = Run.objects.get(pk=guest.pk)
+    if how == "hide":
+        run.moderate("hide", "test")
+    elif how == "private":
+        run.visibility = "private"
+        run.save()
+    else:
+        run.delete()
+    served, fresh = answers.overhead_answer.with_freshness({}, w)
+    live = answers.overhead_answer.live({}, w)
+    assert same(served, live)
+    assert served["runs"] == before["runs"] - 1
+    assert fresh.current
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_run_is_added_by_the_refresh_and_the_answer_says_so_meanwhile():
+    generate(systems=12)
+    args = ([["role", ["guest"]]], TESTS[0], "iops", None)
+    first, fresh = api_population.distribution_answer.with_freshness(*args)
+    host = Run.objects.listed().filter(role="host", suspect=False).first()
+    new = Run.objects.create(
+        suite_id="benchdb-standard", suite_version="1", role="guest", baseline=host
+    )
+    Result.objects.create(
+        run=new,
+        test_id=TESTS[0],
+        tool="fio",
+        comparability_key=KEY.format(TESTS[0]),
+        iops_mean=1234.5,
+        repeat_count=3,
+    )
+    stale, stale_fresh = api_population.distribution_answer.with_freshness(*args)
+    assert same(stale, first)
+    assert not stale_fresh.current and stale_fresh.as_of == fresh.as_of
+    refresh.refresh()
+    after, after_fresh = api_population.distribution_answer.with_freshness(*args)
+    assert after_fresh.current and after_fresh.runs == fresh.runs + 1
+    assert after["results"]["runs"] == first["results"]["runs"] + 1
+    assert same(after, api_population.distribution_answer.live(*args))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_uploads_queue_one_refresh_until_it_starts():
+    with mock.patch.object(refresh.refresh_summaries, "apply_async") as send:
+        assert refresh.schedule() is True
+        assert refresh.schedule() is False
+        assert refresh.schedule() is False
+        assert send.call_count == 1
+        refresh.refresh()  # starts: the next upload queues another
+        assert refresh.schedule() is True
+        assert send.call_count == 2
+
+
+@pytest.mark.django_db
+def test_api_answers_say_how_fresh_they_are(client):
+    generate(systems=12)
+    test = TESTS[0]
+    run = Run.objects.listed().filter(role="guest", suspect=False).first()
+    urls = [
+        f"/api/v1/aggregates/?test_id={test}&group_by=cache_mode",
+        f"/api/v1/runs/{run.pk}/similar/?test_id={test}",
+        f"/api/v1/population/?test_id={test}&role=guest",
+        f"/api/v1/population/compare/?test_id={test}&a=cache_mode%3Dnone"
+        "&b=cache_mode%3Dwriteback",
+    ]
+    listed = Run.objects.listed().count()
+    for url in urls:
+        body = client.get(url).json()
+        assert body["freshness"]["runs"] == listed, url
+        assert body["freshness"]["current"] is True, url
+        assert body["freshness"]["as_of"], url
+    # The aggregates' answer is the live one, filters and all.
+    body = client.get(urls[0]).json()
+    live = reads.aggregates(
+        answer_cache.query_dict([]), test, "iops", "cache_mode", None
+    )
+    assert body["overall"]["median"] == live["overall"]["median"]
+    assert [g["value"] for g in body["groups"]] == [g["value"] for g in live["groups"]]
