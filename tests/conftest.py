@@ -96,7 +96,7 @@ def _data_version_per_statement(request):
     """Inside a test's transaction (never committed) the data version's
     trigger fires at the end of each statement instead of at COMMIT, so a
     test sees what a reader would see after each write committed
-    (benchdb/results/answer_cache.py, migration 0009).  Tests with
+    (benchdb/results/answer_cache.py, migration 0010).  Tests with
     ``transaction=True`` commit, and need nothing."""
     marker = request.node.get_closest_marker("django_db")
     transactional = marker is not None and (

@@ -15,7 +15,7 @@ snapshot it was computed in, and how many runs were listed then).
   in one primary-key query (``fetch``).
 - **Fresh, and honest about it.**  ``results_dataversion`` is bumped by a
   trigger at the commit of every transaction that writes runs (migration
-  0009): ``version`` for any change, ``removed`` when a run left a
+  0010): ``version`` for any change, ``removed`` when a run left a
   population (deleted, hidden, unlisted or private, flagged, facets or
   baseline changed).  A stored answer computed before the last removal is
   never served: it is computed again from the live data (and stored).  One

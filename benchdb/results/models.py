@@ -685,7 +685,7 @@ class ApiToken(models.Model):
 class DataVersion(models.Model):
     """One row: what every across-runs answer depends on (``answer_cache``).
 
-    Bumped by a trigger on ``results_run`` (migration 0009) at the commit of
+    Bumped by a trigger on ``results_run`` (migration 0010) at the commit of
     every transaction that inserts, updates or deletes runs: ``version`` goes
     up by one; ``removed`` is set to the new version when that transaction
     took a run out of a population (deleted, hidden, made unlisted or

@@ -5,7 +5,7 @@
   ``population._spread``'s paths (bootstrap, and order statistics beyond
   ``stats.BOOTSTRAP_MAX_VALUES`` runs).
 - Every write that changes an answer bumps the data version (the trigger of
-  migration 0009, at COMMIT): ingest, hide/unhide, visibility, claim, delete,
+  migration 0010, at COMMIT): ingest, hide/unhide, visibility, claim, delete,
   retag/PATCH; those that take a run out of a population also mark a
   removal, after which no answer stored before is served.
 - A hidden or private run never appears in a served answer once its change

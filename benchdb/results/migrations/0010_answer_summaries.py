@@ -97,7 +97,7 @@ DROP FUNCTION IF EXISTS results_data_changed();
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("results", "0008_run_published_index"),
+        ("results", "0009_submission_parsed"),
     ]
 
     operations = [
