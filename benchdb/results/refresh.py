@@ -40,6 +40,13 @@ def schedule() -> bool:
     """Queue one refresh unless one is queued already (coalescing); True if
     this call queued it.  Never raises: beat's schedule is the backstop."""
     with connection.cursor() as cursor:
+        # Most writes find one queued already: a plain read, no row lock.
+        cursor.execute(
+            "SELECT 1 FROM results_dataversion WHERE id = 1 "
+            "AND refresh_queued >= clock_timestamp() - interval '10 minutes'"
+        )
+        if cursor.fetchone() is not None:
+            return False
         # Queued unless already queued (a queued mark older than ten minutes
         # lost its message: queue again).
         cursor.execute(
@@ -67,6 +74,10 @@ def schedule() -> bool:
 
 
 def schedule_on_commit() -> None:
+    """``schedule`` once the transaction commits (once per transaction)."""
+    pending = getattr(connection, "run_on_commit", None) or []
+    if any(_schedule_quietly in entry for entry in pending):
+        return
     transaction.on_commit(_schedule_quietly)
 
 
