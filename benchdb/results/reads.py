@@ -347,7 +347,35 @@ def facet_counts(
 
 
 def home_summary() -> dict:
-    """The home page's figures: counts, facet counts, latest runs, data sets."""
+    """The home page's figures: the community counts (``home_counts``, stored
+    by the data version, with their ``freshness``), the latest runs and the
+    published data sets (live)."""
+    runs = Run.objects.listed()
+    counts, found = home_counts.with_freshness()
+    published = runs.filter(source="published").order_by("citation", "id")
+    datasets = defaultdict(list)
+    for run in published.only("id", "title", "citation", "cache_mode"):
+        datasets[run.citation].append(run)
+    return {
+        **counts,
+        "freshness": answer_cache.freshness_of(found),
+        "latest": runs.for_list()[:10],
+        "datasets": [
+            {"citation": c, "runs": rs, "compare": ",".join(str(r.pk) for r in rs)}
+            for c, rs in datasets.items()
+        ],
+    }
+
+
+def _label(label) -> str | None:
+    return str(label) if label is not None else None
+
+
+@answer_cache.stored
+def home_counts() -> dict:
+    """Listed runs and systems, and listed runs per cache mode, storage,
+    platform and disk type: GROUP BYs over every listed run, so stored and
+    served by the data version (``answer_cache``; refreshed by the worker)."""
     runs = Run.objects.listed()
     counts = {}
     for field in ("cache_mode", "storage_backend", "platform"):
@@ -359,37 +387,28 @@ def home_summary() -> dict:
             # As browse's ?platform= filters: hosts under their guests' platform.
             summaries.add_hosts_by_guest_platform(runs, by_value)
         counts[field] = [
-            (value, choices.get(value, value), n)
+            [value, _label(choices.get(value, value)), n]
             for value, n in sorted(by_value.items(), key=lambda vn: (-vn[1], vn[0]))
         ]
     disk_choices = dict(HARDWARE_FACETS["disk_type"].choices)
     counts["disk_type"] = [
-        (
+        [
             row["hardware__disk_type"],
-            disk_choices.get(row["hardware__disk_type"]),
+            _label(disk_choices.get(row["hardware__disk_type"])),
             row["n"],
-        )
+        ]
         for row in runs.exclude(hardware=None)
         .values("hardware__disk_type")
         .annotate(n=Count("id"))
-        .order_by("-n")
+        .order_by("-n", "hardware__disk_type")
     ]
-    published = runs.filter(source="published").order_by("citation", "id")
-    datasets = defaultdict(list)
-    for run in published.only("id", "title", "citation", "cache_mode"):
-        datasets[run.citation].append(run)
     return {
         "run_count": runs.count(),
         # Hardware rows with a listed run: their distinct ids among listed
         # runs (an index-only scan), not DISTINCT over every hardware column
         # of every run joined to its hardware (105 ms at 1M).
         "system_count": runs.aggregate(n=Count("hardware", distinct=True))["n"],
-        "latest": runs.for_list()[:10],
         "facet_counts": counts,
-        "datasets": [
-            {"citation": c, "runs": rs, "compare": ",".join(str(r.pk) for r in rs)}
-            for c, rs in datasets.items()
-        ],
     }
 
 

@@ -284,3 +284,36 @@ def test_export_page_rows_are_result_rows(shapes):
                 text = "".join(exports.csv_lines(exports.EXPORT_COLUMNS, expected))
                 assert "".join(exports.page_csv_lines(chosen)) == text
     assert exports.RUN_PATHS[0] == "pk" and exports.RESULT_PATHS[0] == "test_id"
+
+
+def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
+    client, fio, shapes
+):
+    """The home page's community counts are a stored answer (answer_cache):
+    the live function's own result, shown with the time and run count it
+    was computed over; after an upload it is served with "newer uploads"
+    until the refresh, after a run leaves the list it is computed again."""
+    from benchdb.results import reads, refresh
+
+    page = client.get("/")
+    live = reads.home_counts.live()
+    assert {k: page.context[k] for k in live} == live
+    assert page.context["freshness"]["runs"] == live["run_count"]
+    assert page.context["freshness"]["current"]
+    assert "Community figures as of" in page.content.decode()
+
+    store_bundle(make_bundle(fio))  # an upload: served as of before, said so
+    page = client.get("/")
+    assert page.context["run_count"] == live["run_count"]
+    assert not page.context["freshness"]["current"]
+    assert "newer uploads are added by the next refresh" in page.content.decode()
+    refresh.refresh()
+    page = client.get("/")
+    assert page.context["run_count"] == live["run_count"] + 1
+    assert page.context["freshness"]["current"]
+
+    # A run leaving the list: never served from before.
+    Run.objects.filter(pk=shapes["guest"].pk).update(hidden=True, hidden_reason="test")
+    page = client.get("/")
+    assert page.context["run_count"] == live["run_count"]
+    assert {k: page.context[k] for k in live} == reads.home_counts.live()
