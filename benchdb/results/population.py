@@ -197,6 +197,17 @@ def distribution(
     }
 
 
+def figure_spread(
+    runs: QuerySet,
+    test_id: str,
+    metric: str = "iops",
+    comparability_key: str | None = None,
+) -> dict:
+    """``distribution(...)["results"]`` alone, without the overheads."""
+    qs, _key = _results(runs, test_id, metric, comparability_key)
+    return _spread(qs, _column(metric))
+
+
 def _with_host_figure(results: QuerySet, metric: str) -> QuerySet:
     """Guest results annotated with their host baseline's figure (SQL)."""
     column = _column(metric)
@@ -268,6 +279,13 @@ def compare_sets(
     res_a, _ = _results(runs_a, test_id, metric, comparability_key)
     res_b, _ = _results(runs_b, test_id, metric, comparability_key)
     expr = _column(metric)
+    # Each side's spread as ``distribution`` gives it, only the one shown
+    # (the overheads' correlated host look-up is not paid for figures).
+    if of == "figure":
+        spread_a, spread_b = _spread(res_a, expr), _spread(res_b, expr)
+    else:
+        spread_a = overhead_distribution(res_a, metric)
+        spread_b = overhead_distribution(res_b, metric)
     if of == "overhead":
         res_a, res_b = (
             _with_host_figure(res_a, metric),
@@ -277,8 +295,6 @@ def compare_sets(
     logs_a = _per_system_logs(res_a, expr)
     logs_b = _per_system_logs(res_b, expr)
     paired_ids = sorted(set(logs_a) & set(logs_b))
-    dist_a = distribution(runs_a, test_id, metric, comparability_key)
-    dist_b = distribution(runs_b, test_id, metric, comparability_key)
     out = {
         "test_id": test_id,
         "metric": metric,
@@ -286,8 +302,8 @@ def compare_sets(
         "higher_is_better": hib,
         "comparability_key": comparability_key,
         "of": of,
-        "a": dist_a["results" if of == "figure" else "overhead"],
-        "b": dist_b["results" if of == "figure" else "overhead"],
+        "a": spread_a,
+        "b": spread_b,
         "paired": len(paired_ids) >= stats.MIN_REPEATS,
         "paired_systems": len(paired_ids),
         "ratio": None,

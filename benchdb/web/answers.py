@@ -149,10 +149,9 @@ def cache_mode_answers(setup: dict, workload: dict) -> list[dict]:
             runs = population.filter_runs(
                 {**setup, "role": "guest", "cache_mode": mode}
             )
-            dist = population.distribution(
+            row["runs"] = population.figure_spread(
                 runs, workload["test_id"], workload["metric"]
-            )
-            row["runs"] = dist["results"]["runs"]
+            )["runs"]
             row["has_data"] = bool(row["runs"])
         out.append(row)
     return out

@@ -390,3 +390,24 @@ def test_api_answers_say_how_fresh_they_are(client):
     )
     assert body["overall"]["median"] == live["overall"]["median"]
     assert [g["value"] for g in body["groups"]] == [g["value"] for g in live["groups"]]
+
+
+@pytest.mark.django_db
+def test_a_comparison_shows_each_sides_distribution_exactly():
+    """compare_sets computes only the side shown (figures or overheads):
+    the same figures ``distribution`` gives for each side."""
+    from benchdb.results import population
+
+    generate(systems=40)
+    runs_a = population.filter_runs({"cache_mode": "none", "role": "guest"})
+    runs_b = population.filter_runs({"cache_mode": "writeback", "role": "guest"})
+    for of, part in (("figure", "results"), ("overhead", "overhead")):
+        out = population.compare_sets(runs_a, runs_b, TESTS[0], "iops", of=of)
+        key = out["comparability_key"]
+        for side, runs in (("a", runs_a), ("b", runs_b)):
+            whole = population.distribution(runs, TESTS[0], "iops", key)
+            assert same(out[side], whole[part]), (of, side)
+            assert same(
+                population.figure_spread(runs, TESTS[0], "iops", key),
+                whole["results"],
+            )
