@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 
 from django.conf import settings
 from django.db import connection
@@ -237,7 +237,11 @@ def _json(value):
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
-def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
+def build_comparison(
+    runs: list[Run],
+    reference: Run | None = None,
+    figures: Callable[[str, str, list[str]], Container[str]] | None = None,
+) -> dict:
     """Every test the runs share, with each run's figures against a reference.
 
     For each comparability key present in every run, per main metric:
@@ -253,6 +257,10 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
 
     The reference is the first run unless given (it must be one of ``runs``).
     Tests only some runs have are listed under ``not_shared``.
+
+    ``figures(test_id, group, measured)``, when given, says which of a
+    test's measured figures to compute (a page that shows fewer); the others
+    are left out, and those computed are what the whole comparison has.
 
     Every figure is what ``stats.summarize``, ``stats.compare_to_reference``
     and ``stats.overhead`` give, computed at once for the whole comparison
@@ -296,18 +304,28 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
         return found
 
     # First what to compute, in display order; then every figure at once.
-    tests, figures, families, pairs = [], [], [], []
+    tests, summarised, families, pairs = [], [], [], []
     for key, per_run in sorted(shared.items(), key=_sort_key):
         ref_row = per_run[ref_id]
         direction = ref_row[7]
         metrics = []
-        for metric, info in MAIN_METRICS.items():
+        measured = {}
+        for metric in MAIN_METRICS:
             raw = {
                 rid: _values_of(values, per_run[rid][0], direction, metric)
                 for rid in run_ids
             }
-            if not any(raw.values()):
+            if any(raw.values()):
+                measured[metric] = raw
+        wanted = (
+            measured
+            if figures is None
+            else figures(ref_row[2], ref_row[4], list(measured))
+        )
+        for metric, raw in measured.items():
+            if metric not in wanted:
                 continue
+            info = MAIN_METRICS[metric]
             hib = info["higher_is_better"]
             percentile = metric in PERCENTILE_METRICS
             own = {rid: stats.Sample(raw[rid], not percentile) for rid in run_ids}
@@ -320,7 +338,7 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
                 if percentile:
                     _fill_range(entry, own[rid])
                     continue
-                figures.append((entry, own[rid]))
+                summarised.append((entry, own[rid]))
                 host = by_key[key].get(baseline_of.get(rid))
                 if host is not None:
                     pairs.append(
@@ -352,7 +370,7 @@ def build_comparison(runs: list[Run], reference: Run | None = None) -> dict:
             }
         )
     for (entry, _own), summary in zip(
-        figures, stats.summaries([own for _e, own in figures]), strict=True
+        summarised, stats.summaries([own for _e, own in summarised]), strict=True
     ):
         _fill_summary(entry, summary)
     answers = stats.compare_families(

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 
+from benchdb.results import compare
 from benchdb.web.templatetags.benchdb_format import (
     human,
     metric_axis,
@@ -208,16 +209,11 @@ def _family(test: dict) -> str:
     return head if head and tail[:1].isdigit() else test["test_id"].split("-q")[0]
 
 
-def entry_count(data: dict) -> int:
-    """How many figures (table rows) a comparison has: tests x figures x runs."""
-    return sum(len(m["runs"]) for t in data["tests"] for m in t["metrics"])
-
-
 def chart_groups(data: dict, labels: dict, rows: bool = True) -> list[dict]:
     """The comparison's tests as groups of charts.
 
     Each group: title, the tests' rows (for its table; empty unless
-    ``rows``), their number (``size``) and charts.  A chart
+    ``rows``) and charts.  A chart
     is one figure (metric) over the group's tests: horizontal bars, one
     category per test (full title), one dataset per run labelled by what
     differs, each bar with its interval (never below zero) and its mark
@@ -242,7 +238,6 @@ def chart_groups(data: dict, labels: dict, rows: bool = True) -> list[dict]:
             "slug": _slug(name),
             "title": GROUP_TITLES.get(name, name),
             "count": len(tests),
-            "size": entry_count({"tests": tests}),
             "rows": table,
             "rows_html": rows_html(table),
             "bars": [],
@@ -335,6 +330,18 @@ def _centre_text(e: dict, metric: str) -> str:
     if e.get("gmean") is None and e.get("mean") is not None:
         return f"{human(e['mean'], metric)} (arithmetic mean)"
     return human(centre(e), metric)
+
+
+def charted_figures(test_id: str, group: str, measured: list[str]) -> set[str]:
+    """The figures of a test the compare page's charts show: the one
+    ``_chosen`` picks (the suite's main figure, else the first measured);
+    every one in the queue-depth sweep (its curves add the latency)."""
+    if (group or "other") == "fio-iodepth-sweep":
+        return set(measured)
+    main = compare.main_metric(test_id)
+    if main in measured:
+        return {main}
+    return set(measured[:1])
 
 
 def _chosen(test: dict) -> dict | None:

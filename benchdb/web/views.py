@@ -196,21 +196,27 @@ def _run_ids(value: str | list) -> list[int]:
 
 
 # Every figure's table is in the compare page while the comparison has at
-# most this many (rows: tests x figures x runs, ~500 bytes each); beyond it
-# each group's table is fetched when opened (``compare_table``), so ten runs
-# of the standard profile stay under 300 KB of HTML.
+# most this many (tests x 4 figures x runs, ~500 bytes a row); beyond it each
+# group's table is fetched when opened (``compare_table``), so ten runs of
+# the standard profile stay under 300 KB of HTML.
 INLINE_TABLE_ROWS = 300
 
 
-def _compared(request, ids: list[int], ref_id: int | None):
-    """``reads.comparison`` for a page; ValueError (400) or Http404."""
+def _tables_inline(data: dict, runs: list) -> bool:
+    figures = len(compare_mod.MAIN_METRICS)
+    return len(data["tests"]) * figures * len(runs) <= INLINE_TABLE_ROWS
+
+
+def _compared(request, ids: list[int], ref_id: int | None, figures=None):
+    """``reads.comparison`` for a page (``figures``: see ``build_comparison``);
+    ValueError (400) or Http404 for bad input."""
     try:
-        runs, reference, data = reads.comparison(ids, ref_id, request.user)
+        runs, reference = reads.compared_runs(ids, ref_id, request.user)
     except reads.ReadError as exc:
         raise ValueError(exc.message) from None
     except reads.NotReadable as exc:
         raise Http404(f"no run {exc.run_ids[0]}") from None
-    return runs, reference, data
+    return runs, reference, compare_mod.build_comparison(runs, reference, figures)
 
 
 def _comparison_context(request, ids: list[int], ref_id: int | None) -> dict:
@@ -228,7 +234,7 @@ def _labels(runs: list[Run]) -> dict:
 def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
     diff = _labels(runs)
     labels = diff["labels"]
-    inline = present.entry_count(data) <= INLINE_TABLE_ROWS
+    inline = _tables_inline(data, runs)
     groups = present.chart_groups(data, labels, rows=inline)
     chart_data = [
         {"slug": g["slug"], "bars": g["bars"], "lines": g["lines"]} for g in groups
@@ -277,9 +283,13 @@ def compare(request):
     if error:
         return _bad_request(request, error)
     try:
-        context = _comparison_context(request, ids, ref_id)
+        # What the charts show first; every figure only for inline tables.
+        runs, reference, data = _compared(request, ids, ref_id, present.charted_figures)
     except ValueError as exc:
         return _bad_request(request, str(exc))
+    if _tables_inline(data, runs):
+        data = compare_mod.build_comparison(runs, reference)
+    context = _presented_comparison(runs, reference, data, ids)
     return render(request, "web/compare.html", context)
 
 
@@ -327,7 +337,9 @@ def compare_markdown(request):
     if error:
         return _bad_request_text(error)
     try:
-        runs, _reference, data = _compared(request, ids, ref_id)
+        runs, _reference, data = _compared(
+            request, ids, ref_id, present.charted_figures
+        )
     except ValueError as exc:
         return _bad_request_text(str(exc))
     groups = present.chart_groups(data, _labels(runs)["labels"], rows=True)

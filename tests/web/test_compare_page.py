@@ -134,3 +134,24 @@ def test_rows_html_is_the_templates_markup_escaped(full_pair):
         html = present.rows_html(g["rows"])
         assert html == template.render({"g": g})
         assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_a_large_page_computes_only_what_it_shows(client, full_pair, monkeypatch):
+    """Without its tables, the page computes only the charted figures
+    (``present.charted_figures``): the same page as from every figure."""
+    from django.shortcuts import render
+
+    from benchdb.results import compare
+
+    monkeypatch.setattr(views, "INLINE_TABLE_ROWS", 10)
+    ids = [int(i) for i in full_pair.split(",")]
+    response = client.get(f"/compare/?runs={full_pair}")
+    runs, reference, data = reads.comparison(ids, None)
+    context = views._presented_comparison(runs, reference, data, ids)
+    expected = render(response.wsgi_request, "web/compare.html", context)
+    token = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]+"')
+    assert token.sub(b"", response.content) == token.sub(b"", expected.content)
+    fewer = compare.build_comparison(runs, reference, present.charted_figures)
+    shown = sum(len(t["metrics"]) for t in fewer["tests"])
+    # 98 of 163 for two full runs: the sweep's curves keep every figure.
+    assert shown < sum(len(t["metrics"]) for t in data["tests"]) * 0.7
