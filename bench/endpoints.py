@@ -186,6 +186,7 @@ def build(ctx: dict) -> list[Endpoint]:
     two = ctx["compare"][:2]
     ten = ctx["compare"][:10]
     test = ctx["test_id"]
+    key = ctx["key"]
     ten_csv = ",".join(map(str, ten))
     two_csv = ",".join(map(str, two))
     list_where = (
@@ -412,7 +413,9 @@ def build(ctx: dict) -> list[Endpoint]:
                     [],
                 ),
                 *_compare_sql(ctx["compare"][:5]),
-                *_cache_answer_sql(*ctx["cache_workload"]),
+                *_cache_answer_sql(
+                    *ctx.get("cache_workload", (test, key, "iops_mean"))
+                ),
             ],
             kind="page",
             notes="answers per mode + groups summary + one group compared",
@@ -442,7 +445,9 @@ def build(ctx: dict) -> list[Endpoint]:
                     "ORDER BY r.created DESC, r.id DESC, g.test_id LIMIT 50",
                     [],
                 ),
-                *_overhead_answer_sql(*ctx["overhead_workload"]),
+                *_overhead_answer_sql(
+                    *ctx.get("overhead_workload", (test, key, "iops_mean"))
+                ),
             ],
             kind="page",
             notes="answer overall and per storage + summary per test + a page",
@@ -492,7 +497,7 @@ def build(ctx: dict) -> list[Endpoint]:
             stored=True,
         ),
         Endpoint(
-            "API population",
+            "API population, filtered",
             f"/api/v1/population/?test_id={test}&metric=iops&role=guest"
             f"&disk_type={ctx['disk_type']}",
             _population_sql(test, ctx["key"], ctx["disk_type"]),
