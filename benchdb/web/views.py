@@ -282,12 +282,16 @@ def compare(request):
     ids, ref_id, error = _parse_compare_request(request)
     if error:
         return _bad_request(request, error)
+    # Two or three runs mostly fit with their tables: every figure at once.
+    # More: what the charts show, and every figure only for inline tables.
+    few = len(ids) <= 3
     try:
-        # What the charts show first; every figure only for inline tables.
-        runs, reference, data = _compared(request, ids, ref_id, present.charted_figures)
+        runs, reference, data = _compared(
+            request, ids, ref_id, None if few else present.charted_figures
+        )
     except ValueError as exc:
         return _bad_request(request, str(exc))
-    if _tables_inline(data, runs):
+    if not few and _tables_inline(data, runs):
         data = compare_mod.build_comparison(runs, reference)
     context = _presented_comparison(runs, reference, data, ids)
     return render(request, "web/compare.html", context)

@@ -136,22 +136,28 @@ def test_rows_html_is_the_templates_markup_escaped(full_pair):
         assert "<script>" not in html and "&lt;script&gt;" in html
 
 
-def test_a_large_page_computes_only_what_it_shows(client, full_pair, monkeypatch):
-    """Without its tables, the page computes only the charted figures
-    (``present.charted_figures``): the same page as from every figure."""
+@pytest.mark.parametrize("inline_rows", [10, 10_000])
+def test_a_large_page_computes_only_what_it_shows(
+    client, full_pair, monkeypatch, inline_rows
+):
+    """Four runs without their tables: the page computes only the charted
+    figures (``present.charted_figures``), and is the same page as from every
+    figure; with their tables, every figure."""
     from django.shortcuts import render
 
     from benchdb.results import compare
 
-    monkeypatch.setattr(views, "INLINE_TABLE_ROWS", 10)
-    ids = [int(i) for i in full_pair.split(",")]
-    response = client.get(f"/compare/?runs={full_pair}")
+    monkeypatch.setattr(views, "INLINE_TABLE_ROWS", inline_rows)
+    more = [store("full-none.json.gz"), store("full-writeback.json.gz")]
+    ids = [int(i) for i in full_pair.split(",")] + more
+    response = client.get(f"/compare/?runs={','.join(map(str, ids))}")
     runs, reference, data = reads.comparison(ids, None)
     context = views._presented_comparison(runs, reference, data, ids)
+    assert context["tables_inline"] is (inline_rows > 10)
     expected = render(response.wsgi_request, "web/compare.html", context)
     token = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]+"')
     assert token.sub(b"", response.content) == token.sub(b"", expected.content)
     fewer = compare.build_comparison(runs, reference, present.charted_figures)
     shown = sum(len(t["metrics"]) for t in fewer["tests"])
-    # 98 of 163 for two full runs: the sweep's curves keep every figure.
+    # 98 of 163 for full runs: the sweep's curves keep every figure.
     assert shown < sum(len(t["metrics"]) for t in data["tests"]) * 0.7
