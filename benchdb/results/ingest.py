@@ -279,10 +279,31 @@ def compute_stats(repeats: list[tuple[int, list[dict]]]) -> dict:
 
     Latency percentiles keep each repeat's value and the range, no mean.
     """
-    return {
-        direction: {f: stats.summarize_metric(f, vals) for f, vals in metrics.items()}
-        for direction, metrics in repeat_series(repeats).items()
-    }
+    return summarize_series([repeat_series(repeats)])[0]
+
+
+def summarize_series(many: list[dict]) -> list[dict]:
+    """``stats.summarize_metric`` of every direction and metric of each
+    ``repeat_series``, in order: the summaries of a whole bundle at once
+    (``stats.summaries``, one t-quantile call for all, value for value what
+    ``summarize`` gives each)."""
+    samples, slots = [], []
+    out = []
+    for series in many:
+        test_stats: dict[str, dict] = {}
+        for direction, metrics in series.items():
+            per_metric = test_stats[direction] = {}
+            for f, vals in metrics.items():
+                if stats.is_percentile(f):
+                    per_metric[f] = stats.summarize_metric(f, vals)
+                else:
+                    per_metric[f] = None  # filled below, keeping the order
+                    samples.append(stats.Sample(vals))
+                    slots.append((per_metric, f))
+        out.append(test_stats)
+    for (per_metric, f), summary in zip(slots, stats.summaries(samples), strict=True):
+        per_metric[f] = summary
+    return out
 
 
 def main_direction(test_stats: dict, preferred: str | None) -> str | None:
@@ -557,16 +578,20 @@ def store_bundle(
 
     # Set-based: every result in one INSERT, then every measurement and every
     # raw output in one INSERT each, whatever the number of tests and repeats.
-    results, repeats_of = [], []
-    for t_index, test in enumerate(bundle.get("tests") or []):
-        pointer = f"/tests/{t_index}"
-        repeats = reparse_test(test, pointer, raws)
+    tests = bundle.get("tests") or []
+    repeats_of = [
+        reparse_test(test, f"/tests/{t_index}", raws)
+        for t_index, test in enumerate(tests)
+    ]
+    series_of = [
+        repeat_series([(i, recs) for i, recs, *_raw in repeats])
+        for repeats in repeats_of
+    ]
+    results = []
+    for test, repeats, series, test_stats in zip(
+        tests, repeats_of, series_of, summarize_series(series_of), strict=True
+    ):
         meta = _test_meta(test)
-        series = repeat_series([(i, recs) for i, recs, *_raw in repeats])
-        test_stats = {
-            d: {f: stats.summarize_metric(f, vals) for f, vals in metrics.items()}
-            for d, metrics in series.items()
-        }
         direction = main_direction(test_stats, meta["direction"])
         main = test_stats.get(direction, {}) if direction else {}
         comparable = test.get("comparable", test.get("tool") != "other")
@@ -608,7 +633,6 @@ def store_bundle(
                 lat_mean_ns_mean=(main.get("lat_mean_ns") or {}).get("mean"),
             )
         )
-        repeats_of.append(repeats)
     _copy_results(results)
     measurements, raw_outputs = [], []
     for result, repeats in zip(results, repeats_of, strict=True):
