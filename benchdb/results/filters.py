@@ -207,6 +207,18 @@ class RunFilterSet(filters.FilterSet):
             owner_key = meta.get("HTTP_X_OWNER_KEY", "").strip()
         self.reader = (user, owner_key)
 
+    def get_form_class(self):
+        """django-filter builds a form class, and a form field per filter, on
+        every filter set (the browse page makes one per chosen facet): the
+        fields depend on nothing but the filters, so the class is built
+        once.  Each form still copies its fields (Django's base_fields)."""
+        cls = type(self)
+        form_class = cls.__dict__.get("_form_class")
+        if form_class is None:
+            form_class = super().get_form_class()
+            cls._form_class = form_class
+        return form_class
+
     def has_shown_baseline(self, qs: QuerySet, name: str, value) -> QuerySet:
         if value is None:
             return qs

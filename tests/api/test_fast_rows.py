@@ -317,3 +317,18 @@ def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
     page = client.get("/")
     assert page.context["run_count"] == live["run_count"]
     assert {k: page.context[k] for k in live} == reads.home_counts.live()
+
+
+def test_filter_sets_share_a_form_class_not_their_data():
+    """RunFilterSet builds its form class once; each filter set still has
+    its own form, fields and errors."""
+    from django.http import QueryDict
+
+    from benchdb.results.filters import RunFilterSet
+
+    good = RunFilterSet(QueryDict("cache_mode=none"), queryset=Run.objects.all())
+    bad = RunFilterSet(QueryDict("cache_mode=bogus"), queryset=Run.objects.all())
+    assert type(good.form) is type(bad.form)
+    assert good.form.fields["cache_mode"] is not bad.form.fields["cache_mode"]
+    assert good.is_valid() and not bad.is_valid()
+    assert "cache_mode" in bad.errors and not good.errors
