@@ -130,8 +130,9 @@ class RunFilterSet(filters.FilterSet):
     q = filters.CharFilter(method="search", label="Free-text search")
     role = _multi(Role)
     # A host baseline runs no hypervisor of its own: it is listed under the
-    # platform of the guests measured against it, so filtering by Proxmox
-    # keeps the Proxmox guests' baselines.
+    # platform of the listed guests measured against it, so filtering by
+    # Proxmox keeps the Proxmox guests' baselines.  Only listed guests count:
+    # a private or hidden guest must not show through its host.
     platform = filters.MultipleChoiceFilter(
         choices=Platform.choices, method="platform_or_guests_platform"
     )
@@ -237,7 +238,9 @@ class RunFilterSet(filters.FilterSet):
     def platform_or_guests_platform(self, qs: QuerySet, name: str, value) -> QuerySet:
         if not value:
             return qs
-        guests = Run.objects.filter(baseline=OuterRef("pk"), platform__in=value)
+        guests = Run.objects.listed().filter(
+            baseline=OuterRef("pk"), platform__in=value
+        )
         return qs.filter(Q(platform__in=value) | (Q(role=Role.HOST) & Exists(guests)))
 
     def search(self, qs: QuerySet, name: str, value: str) -> QuerySet:

@@ -82,7 +82,8 @@ def facet_counts(
 
 def add_hosts_by_guest_platform(runs: QuerySet, counts: dict) -> dict:
     """Add to ``counts`` (platform -> runs, each run under its own platform)
-    the host runs of ``runs`` under every other platform their guests run on.
+    the host runs of ``runs`` under every other platform their listed guests
+    run on (a private or hidden guest must not show through its host).
 
     The ``platform`` filter (results/filters.py) returns a host baseline for
     the platform of any guest measured against it, so the count shown for a
@@ -90,7 +91,8 @@ def add_hosts_by_guest_platform(runs: QuerySet, counts: dict) -> dict:
     """
     hosts = runs.filter(role="host").order_by().values("pk")
     rows = (
-        Run.objects.filter(baseline__in=hosts)
+        Run.objects.listed()
+        .filter(baseline__in=hosts)
         .exclude(platform=F("baseline__platform"))
         .order_by()
         .values("platform")

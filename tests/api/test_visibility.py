@@ -16,6 +16,7 @@ import gzip
 import re
 
 import pytest
+from django.http import QueryDict
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -336,3 +337,30 @@ def test_the_owner_key_opens_a_hidden_anonymous_run(fio):
     shown = api.get(f"/api/v1/runs/{run.pk}/", HTTP_X_OWNER_KEY=key)
     assert shown.status_code == 200
     assert shown.json()["hidden_reason"] == "spam"
+
+
+@pytest.mark.parametrize("hide", ["private", "unlisted", "hidden"])
+def test_a_guest_not_listed_does_not_show_through_its_host(fio, hide):
+    """A public host whose only Xen guest is private (unlisted, hidden) is not
+    listed or counted under Xen: that would tell that such a guest exists."""
+    host = store_bundle(make_bundle(fio, role="host"))
+    guest = store_bundle(make_bundle(fio, role="guest", speed="slow"))
+    Run.objects.filter(pk=host.pk).update(platform="unknown")
+    Run.objects.filter(pk=guest.pk).update(platform="xen", baseline=host)
+    assert reads.browse(QueryDict("platform=xen")).qs.filter(pk=host.pk).exists()
+    if hide == "hidden":
+        Run.objects.filter(pk=guest.pk).update(hidden=True, hidden_reason="spam")
+    else:
+        Run.objects.filter(pk=guest.pk).update(visibility=hide)
+    assert not reads.browse(QueryDict("platform=xen")).qs.filter(pk=host.pk).exists()
+    platforms = {f["name"]: f for f in reads.facet_counts(QueryDict(""))}["platform"]
+    assert {o["value"]: o["n"] for o in platforms["options"]}.get("xen", 0) == 0
+    assert str(host.pk) not in {
+        str(r["id"])
+        for r in APIClient().get("/api/v1/runs/?platform=xen").json()["results"]
+    }
+    # Listed again, the guest brings its host under Xen.
+    Run.objects.filter(pk=guest.pk).update(
+        visibility="public", hidden=False, hidden_reason=""
+    )
+    assert reads.browse(QueryDict("platform=xen")).qs.filter(pk=host.pk).exists()
