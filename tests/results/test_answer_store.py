@@ -365,6 +365,28 @@ def test_uploads_queue_one_refresh_until_it_starts():
         assert send.call_count == 2
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_queued_refresh_already_covered_does_nothing():
+    """A scheduled refresh whose mark another refresh cleared (or whose
+    tables were emptied since, as between two tests) stores nothing."""
+    generate(systems=12)
+    with mock.patch.object(refresh.refresh_summaries, "apply_async") as send:
+        assert refresh.schedule() is True
+    assert send.call_args.kwargs["kwargs"] == {"scheduled": True}
+    refresh.refresh()  # beat's, say: clears the mark
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM results_answersummary")
+    assert refresh.refresh_summaries(scheduled=True) is None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM results_answersummary")
+        assert cursor.fetchone()[0] == 0
+    # While its mark stands it refreshes; beat's always does.
+    with mock.patch.object(refresh.refresh_summaries, "apply_async"):
+        assert refresh.schedule() is True
+    assert refresh.refresh_summaries(scheduled=True)["answers"] > 0
+    assert refresh.refresh_summaries()["answers"] >= 0
+
+
 @pytest.mark.django_db
 def test_api_answers_say_how_fresh_they_are(client):
     generate(systems=12)
