@@ -15,6 +15,7 @@ shortened profile ~20 s: the three tests take about 8 minutes on 2 cores.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -52,7 +53,13 @@ SHORT = [
     "fio-rand-read-4k-q32t1",
     "--test",
     "fio-rand-write-4k-q32t1",
+    # A guest run takes about a minute under TCG; a guest that stops making
+    # progress fails the run in minutes, not after the default two hours.
+    "--guest-timeout",
+    "420",
 ]
+# What the agent says when a guest run outlives --guest-timeout.
+GUEST_STALLED = "in the guest did not finish within"
 
 
 @pytest.fixture(scope="module")
@@ -250,37 +257,54 @@ def test_paired_guest_and_host_runs_tagged_from_the_running_qemu(
 def test_sweep_of_all_five_cache_modes_restores_the_vm(
     guest_build, celery_worker_process, live_server, tmp_path
 ):
-    workdir = harness.cache_root() / "runs" / f"vm-sweep-{os.getpid()}"
-    vm = Vm(guest_build, workdir, "writeback")
-    watcher = Watcher(workdir / "test-qmp.sock")
-    watcher.start()
-    try:
-        agent = Agent(
-            tmp_path,
-            *_vm_args(vm, vm.proc.pid, live_server.url, tmp_path),
-            "--cache-modes",
-            "all",
-            "--yes",
-        )
-        code, out, err = agent.finish(1800)
-        assert code == 0, err[-3000:]
-        wait_for(lambda: len(watcher.seen) >= 7, 120, what="the restored QEMU")
-        watcher.stop.set()
-        watcher.join()
-        # Restored: one QEMU, with exactly the original command line.
-        assert [argv for _, argv in vm.pids()] == [vm.argv]
-    finally:
-        watcher.stop.set()
-        vm.close()
     modes = list(harness.CACHE_MODES)
+    # Under TCG a guest once stopped making progress: a guest kernel task
+    # blocked on a virtio-blk request QEMU never received (QEMU idle, the
+    # guest's hung-task warnings on its console). That is the emulator's, not
+    # the agent's: such a sweep (the agent gave up with GUEST_STALLED, and
+    # restored the VM, checked below) gets one more try on a fresh VM.
+    for attempt in (1, 2):
+        workdir = harness.cache_root() / "runs" / f"vm-sweep-{os.getpid()}-{attempt}"
+        logs = tmp_path / f"attempt-{attempt}"
+        logs.mkdir()
+        vm = Vm(guest_build, workdir, "writeback")
+        watcher = Watcher(workdir / "test-qmp.sock")
+        watcher.start()
+        try:
+            agent = Agent(
+                logs,
+                *_vm_args(vm, vm.proc.pid, live_server.url, logs),
+                "--cache-modes",
+                "all",
+                "--yes",
+            )
+            code, out, err = agent.finish(1800)
+            stalled = code != 0 and GUEST_STALLED in err
+            assert code == 0 or stalled, err[-3000:]
+            least = 7 if code == 0 else 2  # every mode, or as far as it got
+
+            def restored(w=watcher, least=least):
+                return len(w.seen) >= least and w.seen[-1] == "writeback"
+
+            wait_for(restored, 120, what="the restored QEMU")
+            watcher.stop.set()
+            watcher.join()
+            # Restored: one QEMU, with exactly the original command line.
+            assert [argv for _, argv in vm.pids()] == [vm.argv]
+        finally:
+            watcher.stop.set()
+            vm.close()
+        if not stalled or attempt == 2:
+            break
+        print(f"sweep attempt {attempt}: the guest stalled; trying again")
+    assert code == 0, err[-3000:]
     assert watcher.seen == ["writeback", *modes, "writeback"], watcher.seen
     assert "restored" in err and "/sweeps/sweep-" in err
     for mode in modes:
         assert f"\n{mode} " in "\n" + out  # a table row per mode
     client = APIClient()
-    runs = _stored(client, 6)
-    sweep_id = runs[0]["sweep_id"]
-    assert sweep_id.startswith("sweep-")
+    sweep_id = re.search(r"/sweeps/(sweep-[A-Za-z0-9._-]+)", err).group(1)
+    runs = _stored(client, 6, sweep_id=sweep_id)
     assert {r["sweep_id"] for r in runs} == {sweep_id}
     host = [r for r in runs if r["role"] == "host"]
     guests = sorted((r for r in runs if r["role"] == "guest"), key=lambda r: r["id"])
