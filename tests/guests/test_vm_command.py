@@ -177,6 +177,19 @@ class Agent:
         return self.proc.returncode, self.out.read_text(), self.err.read_text()
 
 
+def assert_restored(vm: Vm, watcher: Watcher, least: int, mode: str) -> None:
+    """QEMU ran its original ``mode`` again as the ``least``-th mode seen,
+    and exactly one QEMU runs, with exactly the original command line."""
+    wait_for(
+        lambda: len(watcher.seen) >= least and watcher.seen[-1] == mode,
+        120,
+        what="the restored QEMU",
+    )
+    watcher.stop.set()
+    watcher.join()
+    assert [argv for _, argv in vm.pids()] == [vm.argv]
+
+
 def _runs(client: APIClient, **params) -> list[dict]:
     return client.get("/api/v1/runs/", {**params, "page_size": 100}).json()["results"]
 
@@ -281,16 +294,8 @@ def test_sweep_of_all_five_cache_modes_restores_the_vm(
             code, out, err = agent.finish(1800)
             stalled = code != 0 and GUEST_STALLED in err
             assert code == 0 or stalled, err[-3000:]
-            least = 7 if code == 0 else 2  # every mode, or as far as it got
-
-            def restored(w=watcher, least=least):
-                return len(w.seen) >= least and w.seen[-1] == "writeback"
-
-            wait_for(restored, 120, what="the restored QEMU")
-            watcher.stop.set()
-            watcher.join()
-            # Restored: one QEMU, with exactly the original command line.
-            assert [argv for _, argv in vm.pids()] == [vm.argv]
+            # Every mode and back, or as far as it got and back.
+            assert_restored(vm, watcher, 7 if code == 0 else 2, "writeback")
         finally:
             watcher.stop.set()
             vm.close()
@@ -346,10 +351,7 @@ def test_ctrl_c_in_the_middle_of_a_sweep_restores_the_vm(
         agent.proc.send_signal(signal.SIGINT)
         code, out, err = agent.finish(600)
         assert code == 1, err[-3000:]
-        wait_for(lambda: len(watcher.seen) >= 4, 120, what="the restored QEMU")
-        watcher.stop.set()
-        watcher.join()
-        assert [argv for _, argv in vm.pids()] == [vm.argv]
+        assert_restored(vm, watcher, 4, "writethrough")
     finally:
         watcher.stop.set()
         vm.close()
