@@ -112,4 +112,10 @@ def _data_version_per_statement(request):
                 "SET CONSTRAINTS results_run_data_version, "
                 "results_result_data_version IMMEDIATE"
             )
+            # The session's real worker commits the answers its refreshes
+            # store (after the ingests of earlier tests), outside any test's
+            # transaction: each test starts with none stored, as a fresh
+            # deployment does, or an earlier test's answer would be served
+            # (stale, as designed) over this test's data.
+            cursor.execute("DELETE FROM results_answersummary")
     yield

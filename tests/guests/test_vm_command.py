@@ -53,11 +53,10 @@ SHORT = [
     "fio-rand-read-4k-q32t1",
     "--test",
     "fio-rand-write-4k-q32t1",
-    # A guest run takes about a minute under TCG; a guest that stops making
-    # progress fails the run in minutes, not after the default two hours.
-    "--guest-timeout",
-    "420",
 ]
+# A guest run takes about a minute under TCG; a guest that stops making
+# progress fails the run in minutes, not after the default two hours.
+GUEST_TIMEOUT = ["--guest-timeout", "420"]
 # What the agent says when a guest run outlives --guest-timeout.
 GUEST_STALLED = "in the guest did not finish within"
 
@@ -207,6 +206,7 @@ def _vm_args(vm: Vm, pid: int, server: str, out: Path, *extra: str) -> list:
     one cache modes change most), to keep six boots within a few minutes."""
     short = SHORT if "--cache-modes" not in extra else SHORT[:-4] + SHORT[-2:]
     return [
+        *GUEST_TIMEOUT,
         "--qemu-pid",
         str(pid),
         "--disk",
