@@ -181,6 +181,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PARSER_CLASSES": ["benchdb.api.parsers.BundleJSONParser"],
+    # DRF's JSON written by orjson (api/renderers.py); the browsable API as
+    # DRF has it.
+    "DEFAULT_RENDERER_CLASSES": [
+        "benchdb.api.renderers.FastJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "EXCEPTION_HANDLER": "benchdb.api.exceptions.handler",
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
