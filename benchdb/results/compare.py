@@ -539,27 +539,49 @@ def result_overheads(results: Sequence[Result], baselines: dict) -> dict:
     ``results`` are a guest run's results, ``baselines`` its host baseline's
     results by comparability key.  Returns result id -> metric -> the
     ``stats.overhead`` answer, for each main metric both sides measured in
-    the main direction (percentiles excluded).  One query.
+    the main direction (percentiles excluded).  The repeat values are the
+    ones ingest stored in the results' statistics, already loaded (a query
+    only for results stored before they were kept: ``repeat_values``); the
+    t functions are called once for every pair (``stats.ratios``).
     """
     pairs = [
         (res, baselines[res.comparability_key])
         for res in results
         if res.comparability_key in baselines
     ]
-    ids = [r.pk for pair in pairs for r in pair]
-    values = repeat_values(ids) if ids else {}
+    values = loaded_repeat_values(r for pair in pairs for r in pair)
+    missing = [r.pk for pair in pairs for r in pair if r.pk not in values]
+    if missing:
+        values.update(repeat_values(missing))
     out: dict[int, dict] = {}
+    todo = []  # (guest result id, metric, guest sample, host sample)
     for guest, host in pairs:
         direction = (guest.stats or {}).get("main_direction")
-        per_metric = {}
-        for metric, info in MAIN_METRICS.items():
+        out[guest.pk] = {}
+        for metric in MAIN_METRICS:
             if metric in PERCENTILE_METRICS:
                 continue
             g = values.get(guest.pk, {}).get(direction, {}).get(metric, [])
             h = values.get(host.pk, {}).get(direction, {}).get(metric, [])
             if g and h:
-                per_metric[metric] = stats.overhead(g, h, info["higher_is_better"])
-        out[guest.pk] = per_metric
+                todo.append((guest.pk, metric, stats.Sample(g), stats.Sample(h)))
+    # stats.overhead(g, h) is overhead_of(ratio(host, guest)), pair by pair.
+    found = stats.ratios([(h, g) for _pk, _m, g, h in todo])
+    for (pk, metric, _g, _h), r in zip(todo, found, strict=True):
+        out[pk][metric] = stats.overhead_of(r, MAIN_METRICS[metric]["higher_is_better"])
+    return out
+
+
+def loaded_repeat_values(results: Iterable[Result]) -> dict[int, dict[str, dict]]:
+    """``repeat_values`` of results whose statistics are loaded already and
+    hold them (``stats["values"]``, what ``repeat_values`` reads in SQL)."""
+    out = {}
+    for res in results:
+        if "stats" in res.__dict__:  # not deferred: no query
+            loaded = res.stats
+            found = loaded.get("values") if isinstance(loaded, dict) else None
+            if isinstance(found, dict):
+                out[res.pk] = found
     return out
 
 

@@ -115,8 +115,9 @@ def test_list_hardware_and_detail_queries_are_fixed(api, fio, shapes):
     for _ in range(3):
         store_bundle(make_bundle(fio, tests=(READ, "fio-rand-write-4k-q1t1")))
     # count, the page's ids, the page's rows; the detail: run, results,
-    # repeats, raw formats, baseline results, repeat values.
-    assert counts == (3, 3, 6)
+    # repeats, raw formats, baseline results (their repeat values are in
+    # the statistics loaded: compare.result_overheads).
+    assert counts == (3, 3, 5)
     assert (
         queries("/api/v1/runs/"),
         queries("/api/v1/hardware/"),
@@ -222,8 +223,8 @@ def test_run_page_queries_are_fixed(client, fio, shapes):
 
     small = store_bundle(make_bundle(fio, tests=(READ,)))
     big = shapes["guest"]
-    # run, results, repeats, raw formats, baseline results, repeat values
-    assert queries(big.get_absolute_url()) == 6
+    # run, results, repeats, raw formats, baseline results
+    assert queries(big.get_absolute_url()) == 5
     assert queries(small.get_absolute_url()) == 4  # no baseline
 
 
@@ -332,3 +333,48 @@ def test_filter_sets_share_a_form_class_not_their_data():
     assert good.form.fields["cache_mode"] is not bad.form.fields["cache_mode"]
     assert good.is_valid() and not bad.is_valid()
     assert "cache_mode" in bad.errors and not good.errors
+
+
+def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
+    """compare.result_overheads (the values in the loaded statistics, the t
+    functions once for every pair) against what it did before: the values
+    read by ``repeat_values`` and ``stats.overhead`` pair by pair, bit for
+    bit; results stored without their values fall back to the measurements."""
+    from benchdb.results import compare, reads, stats
+    from benchdb.results.models import Result
+
+    def reference(results, baselines) -> dict:
+        pairs = [
+            (r, baselines[r.comparability_key])
+            for r in results
+            if r.comparability_key in baselines
+        ]
+        values = compare.repeat_values([r.pk for pair in pairs for r in pair])
+        out = {}
+        for guest, host in pairs:
+            direction = guest.stats["main_direction"]
+            out[guest.pk] = {}
+            for metric, info in compare.MAIN_METRICS.items():
+                if metric in compare.PERCENTILE_METRICS:
+                    continue
+                g = values.get(guest.pk, {}).get(direction, {}).get(metric, [])
+                h = values.get(host.pk, {}).get(direction, {}).get(metric, [])
+                if g and h:
+                    out[guest.pk][metric] = stats.overhead(
+                        g, h, info["higher_is_better"]
+                    )
+        return out
+
+    guest = shapes["guest"]
+    for _ in range(2):
+        run = reads.run_detail(guest.pk)
+        results = list(run.results.all())
+        baselines = reads.baseline_results(run)
+        assert len(baselines) == 1
+        found = compare.result_overheads(results, baselines)
+        assert found == reference(results, baselines)
+        assert {m for per in found.values() for m in per} >= {"iops", "bw_bytes"}
+        assert any(o["low"] is not None for per in found.values() for o in per.values())
+        # The host's results as stored before the values were kept.
+        host_ids = [r.pk for r in baselines.values()]
+        Result.objects.filter(pk__in=host_ids).update(stats={"main_direction": "read"})
