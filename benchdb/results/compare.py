@@ -192,42 +192,66 @@ def equivalence_percent() -> float:
     )
 
 
-# The comparable results of some runs with their main metrics' per-repeat
-# values, every direction: what ``repeat_values`` gives, cut in PostgreSQL to
-# the figures a comparison shows, so the rest of the statistics JSON never
-# leaves the database.  The values are NULL where ingest stored none (older
+# The comparable results of some runs, each with the per-repeat values of the
+# main metrics in its own main direction, in ``MAIN_METRICS`` order (a JSON
+# array, null where a metric has none): what ``repeat_values`` gives, cut in
+# PostgreSQL to what a comparison shows, so the rest of the statistics JSON
+# never leaves the database.  NULL where ingest stored no values (older
 # results: rebuilt from measurements).  ``stats || '{}'`` decompresses the
 # TOASTed JSON once per row (fenced by OFFSET 0) instead of once per
-# operator: 15 -> 10 ms for the 480 results of ten runs and their hosts.
-_RESULTS_SQL = (
+# operator; paths into the main direction rather than ``jsonb_each`` over
+# every direction: 4.7 -> 2.5 ms in PostgreSQL for the 480 results of ten
+# runs and their hosts at a million results.
+_RESULTS_SELECT = (
     'SELECT r.id, r.run_id, r.test_id, r.title, r."group", r.tool, '
     "r.comparability_key, x.s ->> 'main_direction', "
-    "CASE WHEN jsonb_typeof(x.s -> 'values') = 'object' THEN "
+    "CASE WHEN jsonb_typeof(x.s -> 'values') = 'object' THEN jsonb_build_array("
+    + ", ".join(
+        f"x.s #> ARRAY['values', x.s ->> 'main_direction', '{m}']" for m in MAIN_METRICS
+    )
+    + ") END FROM results_result r "
+    "CROSS JOIN LATERAL (SELECT r.stats || '{}'::jsonb AS s OFFSET 0) x "
+)
+_RESULTS_ORDER = " ORDER BY r.test_id, r.run_id"
+
+
+# The main metrics' stored values of some results, every direction (NULL
+# where none are stored): for a result whose main direction is not its
+# comparison's (``_series``), which is rare.
+_DIRECTIONS_SQL = (
+    "SELECT r.id, CASE WHEN jsonb_typeof(x.s -> 'values') = 'object' THEN "
     "COALESCE((SELECT jsonb_object_agg(d.key, jsonb_strip_nulls(jsonb_build_object("
     + ", ".join(f"'{m}', d.value -> '{m}'" for m in MAIN_METRICS)
     + "))) FROM jsonb_each(x.s -> 'values') AS d), '{}'::jsonb) END "
     "FROM results_result r "
     "CROSS JOIN LATERAL (SELECT r.stats || '{}'::jsonb AS s OFFSET 0) x "
-    "WHERE r.comparable AND r.run_id = ANY(%s) ORDER BY r.test_id, r.run_id"
+    "WHERE r.id = ANY(%s)"
 )
 
 
 def _comparison_results(runs: list[Run]) -> list[tuple]:
     """Comparable results of the runs and of their visible host baselines:
     (id, run id, test id, title, group, tool, comparability key, main
-    direction, main metrics' values), by test id and run.  Two queries."""
+    direction, the main metrics' values in that direction in
+    ``MAIN_METRICS`` order or None when none are stored), by test id and
+    run.  One query."""
     run_ids = [r.pk for r in runs]
-    baseline_ids = [r.baseline_id for r in runs if r.baseline_id] or [0]
-    # A baseline only lends its figures to an overhead when it is listed
-    # (anyone may see it) or is one of the compared runs (the caller checked).
-    # The listed baselines first, as ids: ``run IN (...) OR run IN (subquery)``
-    # made PostgreSQL scan every result (0.3 s at a million results).
-    listed = (
-        Run.objects.listed().filter(pk__in=baseline_ids).values_list("pk", flat=True)
-    )
-    ids = sorted({*run_ids, *listed})
+    baseline_ids = sorted({r.baseline_id for r in runs if r.baseline_id} - {*run_ids})
+    where = "WHERE r.comparable AND r.run_id = ANY(%s::bigint[]"
+    params: list = [run_ids]
+    if baseline_ids:
+        # A baseline only lends its figures to an overhead when it is listed
+        # (anyone may see it) or is one of the compared runs (the caller
+        # checked).  The listed baselines as an array computed once (an
+        # InitPlan), so the results are still read by an index scan on their
+        # run: ``run IN (...) OR run IN (subquery)`` made PostgreSQL scan
+        # every result (0.3 s at a million results).
+        listed = Run.objects.listed().filter(pk__in=baseline_ids)
+        sql, listed_params = listed.order_by().values("pk").query.sql_with_params()
+        where += f" || ARRAY({sql})"
+        params.extend(listed_params)
     with connection.cursor() as cursor:
-        cursor.execute(_RESULTS_SQL, [ids])
+        cursor.execute(_RESULTS_SELECT + where + ")" + _RESULTS_ORDER, params)
         rows = cursor.fetchall()
     return [(*row[:8], None if row[8] is None else _json(row[8])) for row in rows]
 
@@ -235,6 +259,44 @@ def _comparison_results(runs: list[Run]) -> list[tuple]:
 def _json(value):
     """A jsonb column as psycopg hands it over (text, or already parsed)."""
     return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _series(shared: dict[str, dict[int, tuple]], ref_id: int) -> dict[int, list]:
+    """Per result of the shared keys: its main metrics' per-repeat values
+    (``MAIN_METRICS`` order, [] where none) in the main direction of its
+    key's reference result, which every run's figure of that test is read
+    in.  Most results come with them (``_comparison_results``); a result
+    whose own main direction differs takes them from its stored values (one
+    query), one stored without values from its measurements (one query)."""
+    out: dict[int, list] = {}
+    other, unstored = [], []
+    for per_run in shared.values():
+        direction = per_run[ref_id][7]
+        for row in per_run.values():
+            if row[8] is None:
+                unstored.append((row[0], direction))
+            elif row[7] == direction:
+                out[row[0]] = [v if v is not None else [] for v in row[8]]
+            else:
+                other.append((row[0], direction))
+    if other:
+        with connection.cursor() as cursor:
+            cursor.execute(_DIRECTIONS_SQL, [[pk for pk, _d in other]])
+            stored = {pk: _json(v) for pk, v in cursor.fetchall()}
+        for pk, direction in other:
+            out[pk] = _in_direction(stored.get(pk), direction)
+    if unstored:
+        measured = _measured_values([pk for pk, _d in unstored])
+        for pk, direction in unstored:
+            out[pk] = _in_direction(measured.get(pk), direction)
+    return out
+
+
+def _in_direction(values: dict | None, direction) -> list:
+    """``repeat_values``' answer for one result, in one direction, as the
+    main metrics' lists in ``MAIN_METRICS`` order."""
+    per_metric = (values or {}).get(direction) or {}
+    return [per_metric.get(metric) or [] for metric in MAIN_METRICS]
 
 
 def build_comparison(
@@ -265,8 +327,9 @@ def build_comparison(
     Every figure is what ``stats.summarize``, ``stats.compare_to_reference``
     and ``stats.overhead`` give, computed at once for the whole comparison
     (``stats.summaries``, ``stats.compare_families``, ``stats.ratios``).
-    Queries: two (the listed baselines, the results with their values),
-    whatever the number of runs; a third for results stored without values.
+    Queries: one, two with host baselines not compared themselves; one more
+    for results stored without values, and for results whose main direction
+    is not their reference's (``_series``).
     """
     runs = list(runs)
     if not runs:
@@ -283,71 +346,55 @@ def build_comparison(
     for row in _comparison_results(runs):
         by_key[row[6]][row[1]] = row
     shared = {k: v for k, v in by_key.items() if all(rid in v for rid in run_ids)}
-    values = {}
-    for per_run in shared.values():
-        for row in per_run.values():
-            if row[8] is not None:
-                values[row[0]] = row[8]
-    missing = [row[0] for per_run in shared.values() for row in per_run.values()]
-    missing = [pk for pk in missing if pk not in values]
-    if missing:
-        values.update(_measured_values(missing))
+    series = _series(shared, ref_id)
     margin = equivalence_percent()
     # One Sample per result and figure; a host may serve several guests.
     samples: dict[tuple, stats.Sample] = {}
-
-    def host_sample(row: tuple, direction, metric) -> stats.Sample:
-        found = samples.get((row[0], metric))
-        if found is None:
-            raw = _values_of(values, row[0], direction, metric)
-            found = samples[row[0], metric] = stats.Sample(raw)
-        return found
-
+    Sample = stats.Sample
     # First what to compute, in display order; then every figure at once.
     tests, summarised, families, pairs = [], [], [], []
     for key, per_run in sorted(shared.items(), key=_sort_key):
         ref_row = per_run[ref_id]
         direction = ref_row[7]
-        metrics = []
-        measured = {}
-        for metric in MAIN_METRICS:
-            raw = {
-                rid: _values_of(values, per_run[rid][0], direction, metric)
-                for rid in run_ids
-            }
-            if any(raw.values()):
-                measured[metric] = raw
+        rows = [per_run[rid] for rid in run_ids]
+        hosts = [per_run.get(baseline_of.get(rid)) for rid in run_ids]
+        raws = [series[row[0]] for row in rows]
+        measured = [m for i, m in _METRICS if any(raw[i] for raw in raws)]
         wanted = (
-            measured
-            if figures is None
-            else figures(ref_row[2], ref_row[4], list(measured))
+            measured if figures is None else figures(ref_row[2], ref_row[4], measured)
         )
-        for metric, raw in measured.items():
-            if metric not in wanted:
+        metrics = []
+        for i, metric in _METRICS:
+            if metric not in measured or metric not in wanted:
                 continue
             info = MAIN_METRICS[metric]
             hib = info["higher_is_better"]
             percentile = metric in PERCENTILE_METRICS
-            own = {rid: stats.Sample(raw[rid], not percentile) for rid in run_ids}
-            for rid, sample in own.items():
-                samples[per_run[rid][0], metric] = sample
-            entries = []
-            for rid in run_ids:
-                entry = _blank_entry(rid, raw[rid])
+            entries, own = [], []
+            for rid, row, raw, host in zip(run_ids, rows, raws, hosts, strict=True):
+                values = raw[i]
+                sample = samples[row[0], metric] = Sample(values, not percentile)
+                own.append(sample)
+                entry = _BLANK_ENTRY.copy()
+                entry["run"] = rid
+                entry["n"] = len(values)
+                entry["values"] = values
                 entries.append(entry)
                 if percentile:
-                    _fill_range(entry, own[rid])
+                    _fill_range(entry, sample)
                     continue
-                summarised.append((entry, own[rid]))
-                host = by_key[key].get(baseline_of.get(rid))
+                summarised.append((entry, sample))
                 if host is not None:
-                    pairs.append(
-                        (entry, hib, host_sample(host, direction, metric), own[rid])
-                    )
+                    host_sample = samples.get((host[0], metric))
+                    if host_sample is None:
+                        host_sample = samples[host[0], metric] = Sample(
+                            series[host[0]][i]
+                        )
+                    pairs.append((entry, hib, host_sample, sample))
             if not percentile:
-                families.append(
-                    (entries, hib, own[ref_id], [own[rid] for rid in others])
-                )
+                ref_sample = own[run_ids.index(ref_id)]
+                rest = [s for rid, s in zip(run_ids, own, strict=True) if rid != ref_id]
+                families.append((entries, hib, ref_sample, rest))
             metrics.append(
                 {
                     "metric": metric,
@@ -376,6 +423,7 @@ def build_comparison(
     answers = stats.compare_families(
         [(ref, rest, hib) for _entries, hib, ref, rest in families], margin
     )
+    better_of = {stats.FASTER: True, stats.SLOWER: False}
     for (entries, hib, _ref, _rest), family in zip(families, answers, strict=True):
         by_run = dict(zip(others, family, strict=True))
         for entry in entries:
@@ -392,11 +440,7 @@ def build_comparison(
             entry["verdict"] = v["verdict"]
             entry["verdict_text"] = v["text"]
             entry["repeats_needed"] = v["repeats_needed"]
-            entry["better"] = (
-                {stats.FASTER: True, stats.SLOWER: False}.get(v["verdict"])
-                if hib is not None
-                else None
-            )
+            entry["better"] = better_of.get(v["verdict"]) if hib is not None else None
     overheads = stats.ratios([(host, own) for _e, _h, host, own in pairs])
     for (entry, hib, _host, _own), r in zip(pairs, overheads, strict=True):
         entry["overhead"] = stats.overhead_of(r, hib)
@@ -419,6 +463,8 @@ def build_comparison(
     }
 
 
+# The main metrics with their place in ``_comparison_results``' values.
+_METRICS = tuple(enumerate(MAIN_METRICS))
 PERCENTILE_NOTE = "percentiles of repeats are not averaged: range shown"
 _SUMMARY_KEYS = (
     "mean",
@@ -430,35 +476,42 @@ _SUMMARY_KEYS = (
     "max",
     "note",
 )
+# One run's figure in a comparison, before its statistics are filled in
+# (``run``, ``n`` and ``values`` first): copied for each.
+_BLANK_ENTRY = {
+    "run": None,
+    "n": 0,
+    "mean": None,
+    "gmean": None,
+    "stdev": None,
+    "ci95_low": None,
+    "ci95_high": None,
+    "min": None,
+    "max": None,
+    "note": None,
+    "values": None,
+    "delta_percent": None,
+    "ratio": None,
+    "ratio_low": None,
+    "ratio_high": None,
+    "p_value": None,
+    "p_adjusted": None,
+    "p_text": None,
+    "verdict": None,
+    "verdict_text": None,
+    "repeats_needed": None,
+    "better": None,
+    "overhead": None,
+}
 
 
 def _blank_entry(run_id: int, values: list) -> dict:
     """One run's figure in a comparison, before its statistics are filled in."""
-    return {
-        "run": run_id,
-        "n": len(values),
-        "mean": None,
-        "gmean": None,
-        "stdev": None,
-        "ci95_low": None,
-        "ci95_high": None,
-        "min": None,
-        "max": None,
-        "note": None,
-        "values": values,
-        "delta_percent": None,
-        "ratio": None,
-        "ratio_low": None,
-        "ratio_high": None,
-        "p_value": None,
-        "p_adjusted": None,
-        "p_text": None,
-        "verdict": None,
-        "verdict_text": None,
-        "repeats_needed": None,
-        "better": None,
-        "overhead": None,
-    }
+    entry = _BLANK_ENTRY.copy()
+    entry["run"] = run_id
+    entry["n"] = len(values)
+    entry["values"] = values
+    return entry
 
 
 def _fill_summary(entry: dict, summary: dict) -> None:
@@ -482,10 +535,6 @@ def _entry(run_id: int, values: list, percentile: bool) -> dict:
     else:
         _fill_summary(entry, stats.summaries([sample])[0])
     return entry
-
-
-def _values_of(values: dict, pk: int, direction, metric: str) -> list:
-    return values.get(pk, {}).get(direction, {}).get(metric, [])
 
 
 def extremes(data: dict) -> list[dict]:

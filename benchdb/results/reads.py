@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.core.paginator import Paginator
@@ -519,15 +520,23 @@ def check_run_ids(run_ids: list[int], reference_id: int | None) -> None:
 
 
 def compared_runs(
-    run_ids: list[int], reference_id: int | None, user=None, owner_key: str = ""
+    run_ids: list[int],
+    reference_id: int | None,
+    user=None,
+    owner_key: str = "",
+    related: Sequence[str] = (),
 ) -> tuple[list[Run], Run]:
-    """The runs to compare, in the order asked, and the reference run.
+    """The runs to compare, in the order asked, and the reference run
+    (``related``: relations read in the same query, ``select_related``).
 
     ReadError for a bad shape, NotReadable naming runs the viewer may not open.
     """
     run_ids = list(dict.fromkeys(run_ids))
     check_run_ids(run_ids, reference_id)
-    found = {r.pk: r for r in readable_runs(user, owner_key).filter(pk__in=run_ids)}
+    readable = readable_runs(user, owner_key).filter(pk__in=run_ids)
+    if related:
+        readable = readable.select_related(*related)
+    found = {r.pk: r for r in readable}
     missing = [rid for rid in run_ids if rid not in found]
     if missing:
         raise NotReadable(missing)

@@ -106,7 +106,11 @@ def _clean(values: Sequence[float] | None) -> np.ndarray:
 
 
 def _floats(values: Sequence[float] | None) -> list[float]:
-    return [float(v) for v in values if v is not None] if values else []
+    if not values:
+        return []
+    if None in values:
+        return [float(v) for v in values if v is not None]
+    return list(map(float, values))
 
 
 def _mean_sd(xs: list[float]) -> tuple[float, float | None]:
@@ -119,7 +123,7 @@ def _mean_sd(xs: list[float]) -> tuple[float, float | None]:
     m = math.fsum(xs) / n
     if n < 2:
         return m, None
-    return m, math.sqrt(math.fsum((v - m) ** 2 for v in xs) / (n - 1))
+    return m, math.sqrt(math.fsum([(v - m) ** 2 for v in xs]) / (n - 1))
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -461,15 +465,17 @@ class Sample:
     __slots__ = ("xs", "n", "min", "max", "log_mean", "log_sd")
 
     def __init__(self, values: Sequence[float] | None, logs: bool = True):
-        xs = _floats(values)
-        self.xs = xs
+        xs = self.xs = _floats(values)
         self.n = len(xs)
-        self.min = self.max = self.log_mean = self.log_sd = None
         if not xs:
+            self.min = self.max = self.log_mean = self.log_sd = None
             return
-        self.min, self.max = min(xs), max(xs)
-        if logs and self.min > 0:
-            self.log_mean, self.log_sd = _mean_sd([math.log(v) for v in xs])
+        self.min = low = min(xs)
+        self.max = max(xs)
+        if logs and low > 0:
+            self.log_mean, self.log_sd = _mean_sd(list(map(math.log, xs)))
+        else:
+            self.log_mean = self.log_sd = None
 
 
 def _t_quantiles(dfs: Sequence[float], confidence: float = CONFIDENCE) -> list:

@@ -207,11 +207,18 @@ def _tables_inline(data: dict, runs: list) -> bool:
     return len(data["tests"]) * figures * len(runs) <= INLINE_TABLE_ROWS
 
 
+# What a comparison page says of each run's hardware (``_labels``), read
+# with the runs in one query.
+RUN_HARDWARE = ("hardware__cpu_model", "hardware__disk_model")
+
+
 def _compared(request, ids: list[int], ref_id: int | None, figures=None):
     """``reads.comparison`` for a page (``figures``: see ``build_comparison``);
     ValueError (400) or Http404 for bad input."""
     try:
-        runs, reference = reads.compared_runs(ids, ref_id, request.user)
+        runs, reference = reads.compared_runs(
+            ids, ref_id, request.user, related=RUN_HARDWARE
+        )
     except reads.ReadError as exc:
         raise ValueError(exc.message) from None
     except reads.NotReadable as exc:
@@ -226,8 +233,9 @@ def _comparison_context(request, ids: list[int], ref_id: int | None) -> dict:
 
 
 def _labels(runs: list[Run]) -> dict:
-    """``present.differences`` of the runs, their hardware read in two queries."""
-    prefetch_related_objects(runs, "hardware__cpu_model", "hardware__disk_model")
+    """``present.differences`` of the runs, their hardware read in two queries
+    unless read with them (``RUN_HARDWARE``)."""
+    prefetch_related_objects(runs, *RUN_HARDWARE)
     return present.differences(runs)
 
 

@@ -39,10 +39,24 @@ BUNDLES = Path(__file__).resolve().parents[1] / "samples" / "bundles"
 # through its batched functions, and these say what it must answer.
 
 
-def scalar_summarize(values) -> dict:
-    xs = stats._floats(values)
+def scalar_floats(values) -> list[float]:
+    """``stats._floats`` as it was (fb91328), before its fast path."""
+    return [float(v) for v in values if v is not None] if values else []
+
+
+def scalar_mean_sd(xs: list[float]) -> tuple:
+    """``stats._mean_sd`` as it was (fb91328): a generator, not a list."""
     n = len(xs)
-    m, sd = stats._mean_sd(xs) if n else (None, None)
+    m = math.fsum(xs) / n
+    if n < 2:
+        return m, None
+    return m, math.sqrt(math.fsum((v - m) ** 2 for v in xs) / (n - 1))
+
+
+def scalar_summarize(values) -> dict:
+    xs = scalar_floats(values)
+    n = len(xs)
+    m, sd = scalar_mean_sd(xs) if n else (None, None)
     out = {
         "n": n,
         "mean": m,
@@ -57,7 +71,7 @@ def scalar_summarize(values) -> dict:
         "note": None,
     }
     if n and min(xs) > 0:
-        lm, lsd = stats._mean_sd([math.log(v) for v in xs])
+        lm, lsd = scalar_mean_sd([math.log(v) for v in xs])
         out["gmean"] = math.exp(lm)
         if n >= stats.MIN_REPEATS:
             half = stats.t_quantile(stats.CONFIDENCE, n - 1) * lsd / math.sqrt(n)
@@ -70,14 +84,14 @@ def scalar_summarize(values) -> dict:
 
 
 def scalar_ratio(reference, other) -> dict:
-    xs, ys = stats._floats(reference), stats._floats(other)
+    xs, ys = scalar_floats(reference), scalar_floats(other)
     nx, ny = len(xs), len(ys)
     out = dict.fromkeys(["ratio", "low", "high", "p", "df", "se_log"])
     out.update(n_reference=nx, n_other=ny, sd_log_reference=None, sd_log_other=None)
     if not nx or not ny or min(xs) <= 0 or min(ys) <= 0:
         return out
-    mx, sx = stats._mean_sd([math.log(v) for v in xs])
-    my, sy = stats._mean_sd([math.log(v) for v in ys])
+    mx, sx = scalar_mean_sd([math.log(v) for v in xs])
+    my, sy = scalar_mean_sd([math.log(v) for v in ys])
     diff = my - mx
     out["ratio"] = math.exp(diff)
     if nx < stats.MIN_REPEATS or ny < stats.MIN_REPEATS:
@@ -423,3 +437,63 @@ def test_a_comparison_of_awkward_values_equals_the_scalar_one():
         assert_same([host, *runs], reference)
     assert_same(runs[:2])
     assert_same(runs[:1])
+
+
+@pytest.mark.django_db
+def test_each_result_is_read_in_its_references_main_direction():
+    """Results whose own main direction is not their reference's (a test of
+    two directions, or one lacking the preferred one) are read in the
+    reference's, from their stored values or measurements, as before:
+    ``_comparison_results`` hands over only each result's own direction."""
+    host = store("full-none.json.gz", role="host")
+    runs = [store("full-writeback.json.gz", baseline_id=host.pk) for _ in range(3)]
+    rng = random.Random(5)
+    flipped = 0
+    for result in Result.objects.filter(run__in=[host, *runs]).order_by("pk"):
+        result_stats = result.stats
+        main = result_stats.get("main_direction")
+        if not main or not result_stats.get("values", {}).get(main):
+            continue
+        # A second direction beside the main one, with its own figures.
+        other = "write" if main == "read" else "read"
+        result_stats["values"][other] = {
+            m: generated(rng) for m in compare.MAIN_METRICS
+        }
+        roll = rng.random()
+        if roll < 0.4:
+            result_stats["main_direction"] = other
+            flipped += 1
+        elif roll < 0.5:
+            result_stats.pop("values")  # from the measurements, main direction only
+        Result.objects.filter(pk=result.pk).update(stats=result_stats)
+    assert flipped > 10
+    for reference in runs:
+        data = assert_same([host, *runs], reference)
+        assert_same(runs, reference)
+    directions = {t["direction"] for t in data["tests"]}
+    assert directions == {"read", "write"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("visibility", ["public", "unlisted", "private"])
+def test_a_baseline_lends_its_figures_when_listed_or_compared(visibility):
+    """A guest's overhead against its host baseline, in the one query that
+    reads the results: only a listed baseline, or one among the compared
+    runs, lends its figures."""
+    host = store("full-none.json.gz", role="host", visibility=visibility)
+    guests = [store("full-writeback.json.gz", baseline_id=host.pk) for _ in range(2)]
+
+    def overheads(data: dict) -> list:
+        return [
+            e["overhead"]
+            for t in data["tests"]
+            for m in t["metrics"]
+            for e in m["runs"]
+            if e["run"] == guests[0].pk and m["kind"] == "figure"
+        ]
+
+    alone = assert_same(guests)
+    assert all(o is not None for o in overheads(alone)) == (visibility == "public")
+    assert any(o is not None for o in overheads(alone)) == (visibility == "public")
+    with_host = assert_same([*guests, host])
+    assert all(o is not None for o in overheads(with_host))
