@@ -31,7 +31,7 @@ from rest_framework.views import APIView
 from benchdb.api import serializers as s
 from benchdb.api.exceptions import BundleInvalid
 from benchdb.api.permissions import IsRunOwnerOrReadOnly, IsStaff, owner_key
-from benchdb.api.renderers import CSVRenderer
+from benchdb.api.renderers import CSVRenderer, FastJSONRenderer
 from benchdb.api.throttling import (
     ComparisonSaveThrottle,
     SubmissionAddressThrottle,
@@ -512,7 +512,7 @@ def compare_runs(request, run_ids: list[int], reference_id: int | None) -> dict:
 
 
 class CompareView(APIView):
-    renderer_classes = [JSONRenderer, CSVRenderer]
+    renderer_classes = [FastJSONRenderer, CSVRenderer]
 
     @extend_schema(
         summary="Compare runs: means, intervals, deltas and significance",

@@ -10,6 +10,7 @@ import statistics
 import pytest
 from scipy import stats as sps
 
+from benchdb.api.renderers import FastJSONRenderer
 from benchdb.results import stats
 from benchdb.results.ingest import store_bundle
 from tests.api.factories import make_bundle, repeat_values
@@ -61,6 +62,8 @@ def test_it_compares_means_intervals_deltas_and_significance(
     with django_assert_max_num_queries(6):
         response = api.get(f"/api/v1/compare/?runs={fast.pk},{slow.pk}")
     assert response.status_code == 200, response.content
+    # Written by orjson (tests/api/test_json_renderer.py: DRF's JSON value).
+    assert isinstance(response.accepted_renderer, FastJSONRenderer)
     body = response.json()
     assert body["reference"] == fast.pk
     assert [t["test_id"] for t in body["tests"]] == [READ, WRITE]
