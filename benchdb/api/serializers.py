@@ -503,7 +503,7 @@ class ResultSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(RepeatSerializer(many=True))
     def get_repeats(self, obj) -> list:
-        # reads.attach_repeats: the run's repeats in two queries.
+        # reads.attach_repeats: the run's repeats in one query.
         formats = obj.raw_formats
         by_repeat: dict[int, list] = {}
         for m in obj.records:

@@ -334,11 +334,13 @@ class RunViewSet(
                 .defer("environment", "tags", "tag_sources", "warnings", "notes")
                 .order_by("-created", "-id")
             )
-        qs = readable_runs(self.request).select_related(
-            "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
-        )
         if self.action in ("retrieve", "partial_update"):
-            qs = reads.with_tests(qs)
+            # The results: reads.attach_tests, after the visibility checks.
+            qs = reads.detail_runs(self.request.user, owner_key(self.request))
+        else:
+            qs = readable_runs(self.request).select_related(
+                "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
+            )
         return qs.order_by("-created", "-id")
 
     def filter_queryset(self, queryset):
@@ -373,8 +375,11 @@ class RunViewSet(
             context["overheads"] = overheads
         return context
 
+    def _with_tests(self, run):
+        return reads.attach_tests(run, self.request.user, owner_key(self.request))
+
     def retrieve(self, request, *args, **kwargs):
-        self._detail_run = reads.attach_repeats(self.get_object())
+        self._detail_run = self._with_tests(self.get_object())
         return Response(self.get_serializer(self._detail_run).data)
 
     def partial_update(self, request, *args, **kwargs):
@@ -389,7 +394,7 @@ class RunViewSet(
             run.save()
             if tags is not None:
                 ingest.retag(run, tags)
-        self._detail_run = reads.attach_repeats(self.get_queryset().get(pk=run.pk))
+        self._detail_run = self._with_tests(self.get_queryset().get(pk=run.pk))
         return Response(
             s.RunDetailSerializer(
                 self._detail_run, context=self.get_serializer_context()

@@ -24,8 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.core.paginator import Paginator
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet, Subquery
+from django.db import IntegrityError, connection, transaction
+from django.db.models import (
+    Count,
+    Exists,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    Subquery,
+    prefetch_related_objects,
+)
 
 from benchdb.results import answer_cache, stats, summaries
 from benchdb.results import compare as compare_mod
@@ -34,7 +42,6 @@ from benchdb.results.models import (
     METRIC_FIELDS,
     Comparison,
     Hardware,
-    Measurement,
     RawOutput,
     Result,
     Run,
@@ -180,14 +187,42 @@ def shown_baseline_id(run: Run, user=None, owner_key: str = "") -> int | None:
 
 
 def baseline_results(run: Run, user=None, owner_key: str = "") -> dict[str, Result]:
-    """The baseline's results by comparability key, if the viewer may see it."""
+    """The baseline's results by comparability key, if the viewer may see it
+    (read with the run's own by ``attach_tests``, else one query)."""
     baseline = shown_baseline(run, user, owner_key)
     if baseline is None:
         return {}
-    # order_by(): Result's default ordering (by run) joined the run table.
-    return {
-        r.comparability_key: r for r in Result.objects.filter(run=baseline).order_by()
-    }
+    if "results" in getattr(baseline, "_prefetched_objects_cache", {}):
+        results = baseline.results.all()
+    else:
+        # order_by(): Result's default ordering (by run) joined the run table.
+        results = Result.objects.filter(run=baseline).order_by()
+    return {r.comparability_key: r for r in results}
+
+
+# What a run's page and detail read of its host baseline: whether the viewer
+# may open it and its name (``Run.__str__``), not its JSON and long text.
+BASELINE_SHOWN = (
+    *BASELINE_READ,
+    *("title", "role", "cache_mode", "disk_bus", "image_format"),
+)
+
+
+def detail_runs(user=None, owner_key: str = "") -> RunQuerySet:
+    """Runs the viewer may open, with what a run's page and detail show of
+    their hardware and baseline (``attach_tests`` adds the results)."""
+    baseline = [
+        f"baseline__{f.name}"
+        for f in Run._meta.concrete_fields
+        if f.name not in BASELINE_SHOWN
+    ]
+    return (
+        readable_runs(user, owner_key)
+        .select_related(
+            "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
+        )
+        .defer(*baseline)
+    )
 
 
 def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
@@ -197,52 +232,65 @@ def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
     The baseline of a run is blanked on the returned (unsaved) instance when
     the viewer may not open it, so no template or serializer can show it.
     """
-    run = with_tests(
-        readable_runs(user, owner_key).select_related(
-            "hardware", "hardware__cpu_model", "hardware__disk_model", "baseline"
-        )
-    ).get(pk=pk)
+    run = detail_runs(user, owner_key).get(pk=pk)
     check_not_hidden(run, user, owner_key)
-    return attach_repeats(mask_baseline(run, user, owner_key))
+    return attach_tests(mask_baseline(run, user, owner_key), user, owner_key)
 
 
-def with_tests(qs: QuerySet) -> QuerySet:
-    """Runs with their results prefetched, in display order; their repeats
-    come from ``attach_repeats``."""
-    return qs.prefetch_related(
-        Prefetch("results", queryset=Result.objects.order_by("group", "test_id"))
+# A run's results in display order.
+RESULT_ORDER = ("group", "test_id")
+
+
+def attach_tests(run: Run, user=None, owner_key: str = "") -> Run:
+    """``run.results`` in display order with their repeats
+    (``attach_repeats``), and the results of its host baseline when the
+    viewer may open it (``baseline_results`` reads them from memory): one
+    query for both runs' results."""
+    runs = [run]
+    baseline = shown_baseline(run, user, owner_key)
+    if baseline is not None:
+        runs.append(baseline)
+    prefetch_related_objects(
+        runs, Prefetch("results", queryset=Result.objects.order_by(*RESULT_ORDER))
     )
+    return attach_repeats(run)
+
+
+# One row per measurement record with its repeat's raw output format (NULL:
+# none stored), in repeat, direction, job order.
+REPEATS_SQL = (
+    "SELECT m.result_id, m.repeat, m.job, m.direction, {metrics}, o.format "
+    "FROM results_measurement m LEFT JOIN results_rawoutput o "
+    "ON o.result_id = m.result_id AND o.repeat = m.repeat "
+    "WHERE m.result_id = ANY(%s) "
+    "ORDER BY m.result_id, m.repeat, m.direction, m.job"
+).format(metrics=", ".join(f"m.{f}" for f in METRIC_FIELDS))
 
 
 def attach_repeats(run: Run) -> Run:
-    """Give each of ``run.results`` (prefetched by ``with_tests``) its
-    repeats: ``result.records``, the measurement rows as dicts (``repeat``,
-    ``job``, ``direction`` and every metric) in repeat, direction, job order,
-    and ``result.raw_formats``, repeat -> stored raw output format.
+    """Give each of ``run.results`` (``attach_tests``) its repeats:
+    ``result.records``, the measurement rows as dicts (``repeat``, ``job``,
+    ``direction`` and every metric) in repeat, direction, job order, and
+    ``result.raw_formats``, repeat -> stored raw output format, for the
+    measured repeats (the ones shown).
 
-    Two queries for the whole run, rows read as tuples: no model instance
-    per measurement, no join back to the run (a prefetch made ~300 model
-    instances for a standard run).  The page and the API both read these.
+    One query for the whole run, rows read as tuples: no model instance per
+    measurement (a prefetch made ~300 model instances for a standard run),
+    no query compiled per request.  The page and the API both read these.
     """
     results = list(run.results.all())
-    ids = [r.pk for r in results]
     records: dict[int, list[dict]] = defaultdict(list)
-    names = ("repeat", "job", "direction", *METRIC_FIELDS)
-    rows = (
-        Measurement.objects.filter(result_id__in=ids)
-        .order_by("result_id", "repeat", "direction", "job")
-        .values_list("result_id", *names)
-    )
-    for result_id, *values in rows:
-        records[result_id].append(dict(zip(names, values, strict=True)))
     formats: dict[int, dict[int, str]] = defaultdict(dict)
-    raws = (
-        RawOutput.objects.filter(result_id__in=ids)
-        .order_by()
-        .values_list("result_id", "repeat", "format")
-    )
-    for result_id, repeat, fmt in raws:
-        formats[result_id][repeat] = fmt
+    names = ("repeat", "job", "direction", *METRIC_FIELDS)
+    rows = []
+    if results:
+        with connection.cursor() as cursor:
+            cursor.execute(REPEATS_SQL, [[r.pk for r in results]])
+            rows = cursor.fetchall()
+    for result_id, *values, fmt in rows:
+        records[result_id].append(dict(zip(names, values, strict=True)))
+        if fmt is not None:
+            formats[result_id][values[0]] = fmt
     for res in results:
         res.records = records.get(res.pk, [])
         res.raw_formats = formats.get(res.pk, {})
@@ -252,7 +300,7 @@ def attach_repeats(run: Run) -> Run:
 def run_overheads(run: Run, user=None, owner_key: str = "") -> tuple[dict, dict]:
     """(baseline results by comparability key, result id -> metric -> overhead
     with its interval) against the baseline the viewer may open; both empty
-    otherwise.  ``run.results`` should be prefetched (``with_tests``)."""
+    otherwise.  ``run.results`` should be prefetched (``attach_tests``)."""
     baseline = baseline_results(run, user, owner_key)
     if not baseline:
         return {}, {}

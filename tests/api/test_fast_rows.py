@@ -114,10 +114,10 @@ def test_list_hardware_and_detail_queries_are_fixed(api, fio, shapes):
     )
     for _ in range(3):
         store_bundle(make_bundle(fio, tests=(READ, "fio-rand-write-4k-q1t1")))
-    # count, the page's ids, the page's rows; the detail: run, results,
-    # repeats, raw formats, baseline results (their repeat values are in
-    # the statistics loaded: compare.result_overheads).
-    assert counts == (3, 3, 5)
+    # count, the page's ids, the page's rows; the detail: run, both runs'
+    # results (reads.attach_tests), repeats with their raw formats (the
+    # repeat values are in the statistics loaded: compare.result_overheads).
+    assert counts == (3, 3, 3)
     assert (
         queries("/api/v1/runs/"),
         queries("/api/v1/hardware/"),
@@ -150,7 +150,7 @@ def test_home_system_count_and_hardware_counts_are_the_old_definitions(shapes):
 
 
 def test_repeats_read_as_rows_are_what_the_model_instances_gave(api, client, shapes):
-    """reads.attach_repeats (two queries, tuples) against the prefetched
+    """reads.attach_repeats (one query, tuples) against the prefetched
     Measurement and RawOutput instances the API and the run page used."""
     from django.template import Context, Template
 
@@ -223,9 +223,9 @@ def test_run_page_queries_are_fixed(client, fio, shapes):
 
     small = store_bundle(make_bundle(fio, tests=(READ,)))
     big = shapes["guest"]
-    # run, results, repeats, raw formats, baseline results
-    assert queries(big.get_absolute_url()) == 5
-    assert queries(small.get_absolute_url()) == 4  # no baseline
+    # run, both runs' results, repeats with their raw formats
+    assert queries(big.get_absolute_url()) == 3
+    assert queries(small.get_absolute_url()) == 3  # no baseline
 
 
 def test_browse_pages_by_ids_in_every_order(client, fio, shapes):
