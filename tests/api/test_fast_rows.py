@@ -378,3 +378,70 @@ def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
         # The host's results as stored before the values were kept.
         host_ids = [r.pk for r in baselines.values()]
         Result.objects.filter(pk__in=host_ids).update(stats={"main_direction": "read"})
+
+
+# The run page's results table as its template wrote it, row by row.
+RESULT_ROWS_TEMPLATE = (
+    "{% load benchdb_format %}"
+    '{% for row in g.rows %}<tr data-test="{{ row.result.test_id }}" data-mean="{{ row.summary.mean|stringformat:\'r\' }}" data-gmean="{{ row.summary.gmean|stringformat:\'r\' }}">\n'  # noqa: E501
+    '  <td>{{ row.result.title|default:row.result.test_id }}{% if row.result.approximate %} <span class="badge">approximate</span>{% endif %}{% if not row.result.comparable %} <span class="badge">outside the suite</span>{% endif %}{% for b in row.badges %} <span class="badge warn">{{ b }}</span>{% endfor %}<br><small><code>{{ row.result.test_id }}</code></small></td>\n'  # noqa: E501
+    "  <td>{{ row.metric|metric_name }}</td>\n"
+    "  <td>{% if row.summary.gmean is not None %}{{ row.summary.gmean|metric:row.metric }}{% elif row.summary.mean is not None %}{{ row.summary.mean|metric:row.metric }} (arithmetic mean){% else %}{{ row.summary.mean|metric:row.metric }}{% endif %}</td>\n"  # noqa: E501
+    "  <td>{% if row.summary.ci95_low is not None and row.summary.ci95_low > 0 %}{{ row.summary.ci95_low|metric:row.metric }} – {{ row.summary.ci95_high|metric:row.metric }}{% elif row.summary.min is not None %}{{ row.summary.min|metric:row.metric }} – {{ row.summary.max|metric:row.metric }} <small>(min–max{% if row.summary.n < 3 %}: not enough repeats to estimate noise{% endif %})</small>{% else %}—{% endif %}</td>\n"  # noqa: E501
+    '  <td>{{ row.summary.n|default:"—" }}</td>\n'
+    '  <td class="repeats">{% for c in row.repeat_cells %}<span>{{ c.value }}</span>{% if c.raw %} <a href="{{ c.raw }}">raw</a>{% endif %}{% endfor %}</td>\n'  # noqa: E501
+    "  <td>{% if row.overhead.text %}{{ row.overhead.text }}{% else %}{{ row.overhead|pct }}{% endif %}</td>\n"  # noqa: E501
+    "</tr>{% endfor %}"
+)
+
+
+def test_run_page_rows_are_the_templates_own(client, fio, shapes):
+    """present.run_rows_html (the run page's results table built in Python)
+    against the template fragment it replaced, over rows of every shape:
+    with and without a baseline, badges, a missing raw output, fewer than
+    three repeats, summaries without an interval or without figures."""
+    from django.template import Context, Template
+
+    from benchdb.results.models import RawOutput, Result
+    from benchdb.web import present
+
+    few = store_bundle(make_bundle(fio, tests=(READ,), repeats=2))
+    odd = Result.objects.filter(run=shapes["owned"]).first()
+    odd.title = '<b>"odd" & title</b>'
+    odd.approximate, odd.comparable = True, False
+    odd.save()
+    RawOutput.objects.filter(result__run=shapes["guest"], repeat=1).delete()
+    template = Template(RESULT_ROWS_TEMPLATE)
+    seen = 0
+    for run in (*shapes.values(), few):
+        rows = client.get(run.get_absolute_url()).context["rows"]
+        variants = [rows]
+        # Summaries as the stored statistics may hold them: without an
+        # interval, without a geometric mean, with nothing at all.
+        variants.append(
+            [
+                {
+                    **row,
+                    "summary": {
+                        k: v for k, v in row["summary"].items() if k != "ci95_low"
+                    },
+                }
+                for row in rows
+            ]
+        )
+        variants.append(
+            [{**row, "summary": {**row["summary"], "gmean": None}} for row in rows]
+        )
+        variants.append(
+            [
+                {**row, "summary": {"mean": None, "min": None}, "overhead": None}
+                for row in rows
+            ]
+        )
+        for members in variants:
+            expected = template.render(Context({"g": {"rows": members}}))
+            assert present.run_rows_html(members) == expected
+            seen += len(members)
+    page = client.get(shapes["guest"].get_absolute_url()).content.decode()
+    assert "(arithmetic mean)" not in page and ">raw</a>" in page
+    assert seen >= 24
