@@ -326,12 +326,13 @@ class RunViewSet(
                 raise exceptions.NotAuthenticated(str(exc)) from None
             return reads.list_columns(runs) if self.action == "list" else runs
         if self.action == "similar":
-            # Only the facets and the disk type are needed: not the wide
-            # JSON columns, nor the baseline's row.
+            # What it reads of the run: the match facets, the disk type and
+            # who may see it hidden (reads.check_not_hidden), not the other
+            # 50 columns nor the baseline's row.
             return (
                 readable_runs(self.request)
                 .select_related("hardware")
-                .defer("environment", "tags", "tag_sources", "warnings", "notes")
+                .only(*reads.SIMILAR_READ, "hardware__disk_type")
                 .order_by("-created", "-id")
             )
         if self.action in ("retrieve", "partial_update"):

@@ -767,9 +767,12 @@ def similar_systems(
         if facet not in SIMILAR_MATCH:
             allowed = ", ".join(SIMILAR_MATCH)
             raise ValueError(f"cannot match on {facet!r}; one of {allowed}")
-    # The key and the figure only (not the statistics JSON).
+    # The key and the figure only (not the statistics JSON); one row at
+    # most (run, test id), in id order rather than Result's (which joined
+    # the run table).
     found = (
         Result.objects.filter(run=run, test_id=test_id)
+        .order_by("pk")
         .values_list("comparability_key", column)
         .first()
     )

@@ -502,6 +502,13 @@ def aggregates(
     )
 
 
+# What ``similar`` and ``check_not_hidden`` read of the run.
+SIMILAR_READ = (
+    *("id", "hidden", "hidden_reason", "owner", "owner_key_hash", "hardware"),
+    *compare_mod.SIMILAR_MATCH,
+)
+
+
 def similar(run: Run, test_id: str, metric: str, match) -> dict:
     """Where a run stands among listed, not suspect runs (LookupError if the
     run has no such test)."""

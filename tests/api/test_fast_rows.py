@@ -76,6 +76,11 @@ def test_list_detail_and_hardware_rows_are_drfs_own(api, alice, shapes):
         "/api/v1/hardware/?disk_type=hdd",
         *(f"/api/v1/runs/{run.pk}/" for run in shapes.values()),
         f"/api/v1/hardware/{shapes['guest'].hardware_id}/",
+        *(
+            f"/api/v1/runs/{run.pk}/similar/?test_id={READ}{query}"
+            for run in shapes.values()
+            for query in ("", "&metric=lat_mean_ns&match=cache_mode,platform")
+        ),
     ]
     for url in urls:
         fast, slow = both(api, url)
@@ -118,6 +123,10 @@ def test_list_hardware_and_detail_queries_are_fixed(api, fio, shapes):
     # results (reads.attach_tests), repeats with their raw formats (the
     # repeat values are in the statistics loaded: compare.result_overheads).
     assert counts == (3, 3, 3)
+    # similar, once its population is stored: the run, its result's key and
+    # figure, the stored population.
+    similar = f"/api/v1/runs/{shapes['guest'].pk}/similar/?test_id={READ}"
+    assert queries(similar) > queries(similar) == 3
     assert (
         queries("/api/v1/runs/"),
         queries("/api/v1/hardware/"),
