@@ -14,6 +14,7 @@ the repeats can and cannot tell.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Callable, Container, Iterable, Sequence
@@ -416,10 +417,18 @@ def build_comparison(
                 "metrics": metrics,
             }
         )
-    for (entry, _own), summary in zip(
-        summarised, stats.summaries([own for _e, own in summarised]), strict=True
+    summary = stats.summary_rows([own for _e, own in summarised])
+    for (entry, own), (m, sd, gmean, low, high, note) in zip(
+        summarised, summary, strict=True
     ):
-        _fill_summary(entry, summary)
+        entry["mean"] = m
+        entry["gmean"] = gmean
+        entry["stdev"] = sd
+        entry["ci95_low"] = low
+        entry["ci95_high"] = high
+        entry["min"] = own.min
+        entry["max"] = own.max
+        entry["note"] = note
     answers = stats.compare_families(
         [(ref, rest, hib) for _entries, hib, ref, rest in families], margin
     )
@@ -634,6 +643,7 @@ def loaded_repeat_values(results: Iterable[Result]) -> dict[int, dict[str, dict]
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def main_metric(test_id: str) -> str | None:
     """The figure the suite catalogue says a test is about (``iops`` for 4k
     random I/O, ``bw_bytes`` for sequential, ``lat_mean_ns`` for ioping), so

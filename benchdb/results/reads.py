@@ -588,7 +588,7 @@ def compared_runs(
     """
     run_ids = list(dict.fromkeys(run_ids))
     check_run_ids(run_ids, reference_id)
-    readable = readable_runs(user, owner_key).filter(pk__in=run_ids)
+    readable = readable_runs(user, owner_key).filter(pk__in=run_ids).order_by()
     if related:
         readable = readable.select_related(*related)
     found = {r.pk: r for r in readable}

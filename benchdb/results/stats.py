@@ -234,12 +234,26 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     out: list[float | None] = [None] * len(pvalues)
     if not idx:
         return out
-    p = np.asarray([pvalues[i] for i in idx], dtype=float)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
-    for rank, j in enumerate(order):
-        out[idx[j]] = float(adjusted[rank])
+    p = [float(pvalues[i]) for i in idx]
+    m = len(p)
+    if any(x != x for x in p):  # NaN: NumPy's order and propagation
+        arr = np.asarray(p, dtype=float)
+        order = np.argsort(arr, kind="stable")
+        adjusted = np.minimum(
+            1.0, np.maximum.accumulate(arr[order] * (m - np.arange(m)))
+        )
+        for rank, j in enumerate(order):
+            out[idx[j]] = float(adjusted[rank])
+        return out
+    # Plain Python for a family of a few p-values (NumPy's per-call cost is
+    # twice the arithmetic): the same products, running maximum and cap, in
+    # the same stable order as ``np.argsort(kind="stable")``.
+    running = -math.inf
+    for rank, j in enumerate(sorted(range(m), key=p.__getitem__)):
+        value = p[j] * (m - rank)
+        if value > running:
+            running = value
+        out[idx[j]] = 1.0 if running > 1.0 else running
     return out
 
 
@@ -489,41 +503,58 @@ def _t_quantiles(dfs: Sequence[float], confidence: float = CONFIDENCE) -> list:
 def summaries(samples: Sequence[Sample], confidence: float = CONFIDENCE) -> list:
     """``summarize(values)`` of each sample, in order: the t quantile of
     each sample size once, in one call."""
+    out = []
+    for s, (m, sd, gmean, low, high, note) in zip(
+        samples, summary_rows(samples, confidence), strict=True
+    ):
+        out.append(
+            {
+                "n": s.n,
+                "mean": m,
+                "stdev": sd,
+                "gmean": gmean,
+                "ci95_low": low,
+                "ci95_high": high,
+                "cv": (sd / m) if (sd is not None and m) else None,
+                "min": s.min,
+                "max": s.max,
+                "interval": "log-t",
+                "note": note,
+            }
+        )
+    return out
+
+
+def summary_rows(samples: Sequence[Sample], confidence: float = CONFIDENCE) -> list:
+    """What ``summaries`` says of each sample beside its n, min and max, as
+    (mean, stdev, gmean, ci95_low, ci95_high, note): for a caller that puts
+    the figures in its own rows (``compare.build_comparison``)."""
     sizes = sorted(
         {s.n for s in samples if s.log_mean is not None and s.n >= MIN_REPEATS}
     )
     quantile = dict(
         zip(sizes, _t_quantiles([n - 1 for n in sizes], confidence), strict=True)
     )
+    exp, sqrt = math.exp, math.sqrt
     out = []
     for s in samples:
         n = s.n
         m, sd = _mean_sd(s.xs) if n else (None, None)
-        answer = {
-            "n": n,
-            "mean": m,
-            "stdev": sd,
-            "gmean": None,
-            "ci95_low": None,
-            "ci95_high": None,
-            "cv": (sd / m) if (sd is not None and m) else None,
-            "min": s.min,
-            "max": s.max,
-            "interval": "log-t",
-            "note": None,
-        }
-        if s.log_mean is not None:
-            lm = s.log_mean
-            answer["gmean"] = math.exp(lm)
+        gmean = low = high = None
+        lm = s.log_mean
+        if lm is not None:
+            gmean = exp(lm)
             if n >= MIN_REPEATS:
-                half = quantile[n] * s.log_sd / math.sqrt(n)
-                answer["ci95_low"] = math.exp(lm - half)
-                answer["ci95_high"] = math.exp(lm + half)
+                half = quantile[n] * s.log_sd / sqrt(n)
+                low = exp(lm - half)
+                high = exp(lm + half)
         if n < MIN_REPEATS:
-            answer["note"] = NOT_ENOUGH
-        elif answer["ci95_low"] is None:
-            answer["note"] = "no interval: a repeat measured zero"
-        out.append(answer)
+            note = NOT_ENOUGH
+        elif low is None:
+            note = "no interval: a repeat measured zero"
+        else:
+            note = None
+        out.append((m, sd, gmean, low, high, note))
     return out
 
 

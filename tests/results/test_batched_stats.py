@@ -23,6 +23,7 @@ import uuid
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from scipy import special
@@ -210,6 +211,38 @@ def test_batched_statistics_equal_the_scalar_ones():
         assert [stats.ratio(h, g) for g, h in pairs] == [
             scalar_ratio(h, g) for g, h in pairs
         ]
+
+
+def numpy_holm(pvalues) -> list:
+    """``stats.holm`` as it was (fb91328), in NumPy."""
+    idx = [i for i, p in enumerate(pvalues) if p is not None]
+    out = [None] * len(pvalues)
+    if not idx:
+        return out
+    p = np.asarray([pvalues[i] for i in idx], dtype=float)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    for rank, j in enumerate(order):
+        out[idx[j]] = float(adjusted[rank])
+    return out
+
+
+def test_holm_equals_the_numpy_one():
+    """Ties, zeros, ones, None, tiny and NaN p-values: the same adjusted
+    values, in the same places (NaN compared by its repr)."""
+    rng = random.Random(17)
+    pool = [0.0, 1.0, 0.01, 0.02, 0.5, 1e-300, 0.049999999999999996]
+    for _ in range(20000):
+        ps = [
+            rng.choice([None, rng.random(), rng.random() ** 8, rng.choice(pool)])
+            for _ in range(rng.randint(0, 12))
+        ]
+        if rng.random() < 0.02 and ps:
+            ps[rng.randrange(len(ps))] = math.nan
+        got, expected = stats.holm(ps), numpy_holm(ps)
+        assert [repr(x) for x in got] == [repr(x) for x in expected], ps
+        assert all(type(x) in (float, type(None)) for x in got)
 
 
 def test_repeats_needed_many_equals_the_scalar_search():
