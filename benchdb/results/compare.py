@@ -429,23 +429,26 @@ def build_comparison(
         entry["min"] = own.min
         entry["max"] = own.max
         entry["note"] = note
-    answers = stats.compare_families(
+    answers = stats.family_parts(
         [(ref, rest, hib) for _entries, hib, ref, rest in families], margin
     )
     better_of = {stats.FASTER: True, stats.SLOWER: False}
     for (entries, hib, _ref, _rest), family in zip(families, answers, strict=True):
         by_run = dict(zip(others, family, strict=True))
         for entry in entries:
-            v = by_run.get(entry["run"])
-            if v is None:
+            parts = by_run.get(entry["run"])
+            if parts is None:
                 continue
+            # ``stats.compare_families``' answer is {**r, p_adjusted, p_text,
+            # family_size, **v}: its fields read from the parts.
+            r, p_adjusted, p_text, _size, v = parts
             entry["delta_percent"] = v["percent"]
-            entry["ratio"] = v["ratio"]
-            entry["ratio_low"] = v["low"]
-            entry["ratio_high"] = v["high"]
-            entry["p_value"] = v["p"]
-            entry["p_adjusted"] = v["p_adjusted"]
-            entry["p_text"] = v["p_text"]
+            entry["ratio"] = r["ratio"]
+            entry["ratio_low"] = r["low"]
+            entry["ratio_high"] = r["high"]
+            entry["p_value"] = r["p"]
+            entry["p_adjusted"] = p_adjusted
+            entry["p_text"] = p_text
             entry["verdict"] = v["verdict"]
             entry["verdict_text"] = v["text"]
             entry["repeats_needed"] = v["repeats_needed"]

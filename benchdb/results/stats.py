@@ -393,29 +393,38 @@ def compare_to_reference(
     return compare_families(families, margin_percent)[0]
 
 
-def _family(
+def _family_parts(
     ratios: list[dict],
     higher_is_better: bool | None,
     margin_percent: float,
     needed: Sequence,
-) -> list[dict]:
-    """``compare_to_reference``'s answers from its ratios (Holm over them)
-    and their ``repeats_needed``."""
+) -> list[tuple]:
+    """One family's answers (Holm over its ratios, with their
+    ``repeats_needed``) in parts: (ratio, p_adjusted, p_text, family_size,
+    verdict) per pair."""
     adjusted = holm([r["p"] for r in ratios])
     family_size = sum(1 for x in adjusted if x is not None)
-    out = []
-    for r, p_adj, need in zip(ratios, adjusted, needed, strict=True):
-        v = verdict(r, p_adj, higher_is_better, margin_percent, needed=need)
-        out.append(
-            {
-                **r,
-                "p_adjusted": p_adj,
-                "p_text": format_p(p_adj) if p_adj is not None else None,
-                "family_size": family_size,
-                **v,
-            }
+    return [
+        (
+            r,
+            p_adj,
+            format_p(p_adj) if p_adj is not None else None,
+            family_size,
+            verdict(r, p_adj, higher_is_better, margin_percent, needed=need),
         )
-    return out
+        for r, p_adj, need in zip(ratios, adjusted, needed, strict=True)
+    ]
+
+
+def _answer(r: dict, p_adj, p_text, family_size: int, v: dict) -> dict:
+    """One pair's answer of ``compare_to_reference`` from its parts."""
+    return {
+        **r,
+        "p_adjusted": p_adj,
+        "p_text": p_text,
+        "family_size": family_size,
+        **v,
+    }
 
 
 def overhead(
@@ -664,6 +673,20 @@ def compare_families(
 ) -> list[list[dict]]:
     """``compare_to_reference`` of each (reference, others, higher_is_better)
     family, in order, every pair's ratio and repeats-needed computed at once."""
+    return [
+        [_answer(*parts) for parts in family]
+        for family in family_parts(families, margin_percent)
+    ]
+
+
+def family_parts(
+    families: Sequence[tuple[Sample, Sequence[Sample], bool | None]],
+    margin_percent: float = EQUIVALENCE_PERCENT,
+) -> list[list[tuple]]:
+    """``compare_families``' answers in parts, per pair (ratio(), p_adjusted,
+    p_text, family_size, verdict()): its answer is ``{**ratio, "p_adjusted",
+    "p_text", "family_size", **verdict}``, which a caller that copies a few
+    of them into its own rows need not build (``compare.build_comparison``)."""
     pairs = [(ref, o) for ref, others, _hib in families for o in others]
     answers = ratios(pairs)
     needed = repeats_needed_many(
@@ -679,7 +702,9 @@ def compare_families(
     for _ref, others, hib in families:
         k = len(others)
         out.append(
-            _family(answers[at : at + k], hib, margin_percent, needed[at : at + k])
+            _family_parts(
+                answers[at : at + k], hib, margin_percent, needed[at : at + k]
+            )
         )
         at += k
     return out
