@@ -328,9 +328,10 @@ def build_comparison(
     Every figure is what ``stats.summarize``, ``stats.compare_to_reference``
     and ``stats.overhead`` give, computed at once for the whole comparison
     (``stats.summaries``, ``stats.compare_families``, ``stats.ratios``).
-    Queries: one, two with host baselines not compared themselves; one more
-    for results stored without values, and for results whose main direction
-    is not their reference's (``_series``).
+    Queries: one (the results with their values and their listed host
+    baselines'), whatever the number of runs; one more for results stored
+    without values, and one for results whose main direction is not their
+    reference's (``_series``).
     """
     runs = list(runs)
     if not runs:

@@ -55,11 +55,12 @@ def entry(body, test_id, metric, run_id):
 
 
 def test_it_compares_means_intervals_deltas_and_significance(
-    api, trio, django_assert_max_num_queries
+    api, trio, django_assert_num_queries
 ):
     bundles, runs = trio
     fast, slow = runs["fast"], runs["slow"]
-    with django_assert_max_num_queries(6):
+    # The runs, then their results with values (and listed baselines').
+    with django_assert_num_queries(2):
         response = api.get(f"/api/v1/compare/?runs={fast.pk},{slow.pk}")
     assert response.status_code == 200, response.content
     # Written by orjson (tests/api/test_json_renderer.py: DRF's JSON value).
