@@ -15,7 +15,6 @@ the repeats can and cannot tell.
 from __future__ import annotations
 
 import functools
-import json
 from collections import defaultdict
 from collections.abc import Callable, Container, Iterable, Sequence
 
@@ -25,7 +24,13 @@ from django.db.models import Count, F, FloatField, Max, Min, QuerySet
 from django.db.models.aggregates import Aggregate
 
 from benchdb.results import answer_cache, stats
-from benchdb.results.models import METRIC_FIELDS, Measurement, Result, Run
+from benchdb.results.models import (
+    METRIC_FIELDS,
+    Measurement,
+    Result,
+    Run,
+    read_json,
+)
 from benchdb_agent import suite as agent_suite
 
 
@@ -258,8 +263,11 @@ def _comparison_results(runs: list[Run]) -> list[tuple]:
 
 
 def _json(value):
-    """A jsonb column as psycopg hands it over (text, or already parsed)."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    """A jsonb column as psycopg hands it over (text, or already parsed), read
+    as json.loads reads it (``read_json``)."""
+    if isinstance(value, bytes):
+        value = value.decode()
+    return read_json(value) if isinstance(value, str) else value
 
 
 def _series(shared: dict[str, dict[int, tuple]], ref_id: int) -> dict[int, list]:
