@@ -6,8 +6,9 @@ user needs nothing installed.  It is the same engine as in production: there is
 no SQLite path anywhere.
 
 When ``CELERY_BROKER_URL`` is unset, Celery uses kombu's filesystem transport
-under ``var/broker``: a real worker process consumes real messages, exactly the
-path production takes with Redis or RabbitMQ, only without a broker server.
+under ``var/broker``, woken by its acks (benchdb/broker.py): a real worker
+process consumes real messages, exactly the path production takes with Redis or
+RabbitMQ, only without a broker server.
 """
 
 from __future__ import annotations
@@ -100,11 +101,12 @@ def broker_settings() -> tuple[str, dict]:
         "store_processed": False,
         # Broadcast (pidbox) exchanges; kombu's default is ./control.
         "control_folder": str(control),
-        # kombu sleeps this long whenever it cannot take a message, which
-        # includes "the previous one is not acknowledged yet" (prefetch 1,
-        # late acks): at its default of 1 s a worker process ingests at most
-        # one bundle a second.  10 ms costs an idle worker a directory listing
-        # a hundred times a second (well under 1% of a core).
+        # kombu sleeps this long whenever it cannot take a message.  An ack
+        # ends the sleep at once (benchdb/broker.py), so this is only how late
+        # a message sent to an empty queue is seen; at kombu's default of 1 s
+        # without that wake-up a worker process ingested at most one bundle a
+        # second.  10 ms costs an idle worker a directory listing a hundred
+        # times a second (well under 1% of a core).
         "polling_interval": float(os.environ.get("BROKER_POLLING_INTERVAL", "0.01")),
     }
     return "filesystem://", options

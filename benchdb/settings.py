@@ -239,6 +239,8 @@ if os.environ.get("CELERY_BROKER_URL"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 else:
     CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = embedded.broker_settings()
+    # kombu's filesystem transport, woken by its acks (benchdb/broker.py).
+    CELERY_BROKER_TRANSPORT = "benchdb.broker:Transport"
 # Task state lives on our own rows (Submission.status), not in a result backend.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
