@@ -9,7 +9,10 @@ a real Celery worker, against a bulk INSERT of the same rows.
    broker under test and the clock runs from its "ready" line until every
    submission is ``done``; the CPU time the worker's processes and its
    PostgreSQL backends used meanwhile is printed per bundle (the figure to
-   read on a shared machine, where the rate depends on the others' load);
+   read on a shared machine, where the rate depends on the others' load),
+   and the share of that clock the two pool processes spent in tasks (from
+   the worker log): the rest is what the broker costs (or the CPU others
+   took);
 3. the same rows (runs, results, measurements, raw outputs) are copied once
    more with one ``INSERT ... SELECT`` per table: the database's own floor.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -148,6 +152,15 @@ def _done_count(ids: list[str]) -> tuple[int, int]:
         return cur.fetchone()
 
 
+def _task_seconds(log: Path) -> float:
+    """Seconds the worker's processes spent in tasks, from its log's
+    "succeeded in" lines (Celery's own clock around each task)."""
+    return sum(
+        float(m.group(1))
+        for m in re.finditer(r" succeeded in ([0-9.]+)s", log.read_text())
+    )
+
+
 def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
     from bench.timing import Server
 
@@ -200,7 +213,7 @@ def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
                         "bench: worker did not start: "
                         + (workdir / "worker.log").read_text()[-2000:]
                     )
-                time.sleep(0.05)
+                time.sleep(0.01)
             cpu0 = _tree_cpu_s(proc.pid)
             t0 = time.perf_counter()
             deadline = time.monotonic() + max(120, count * 5)
@@ -208,12 +221,17 @@ def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
                 done, failed = _done_count(ids)
                 if done + failed >= count or time.monotonic() > deadline:
                     break
-                time.sleep(0.05)
+                time.sleep(0.01)
             elapsed = time.perf_counter() - t0
             worker_cpu = _tree_cpu_s(proc.pid) - cpu0
             pg_cpu, backends = _backends_cpu_s()
         finally:
             _stop(proc)
+        # What the broker costs, less dependent on the machine's load than the
+        # rate: the share of the clock the two pool processes were not in a
+        # task (waiting for the next message, or for the CPU).
+        busy = _task_seconds(workdir / "worker.log") / (2 * elapsed)
+        idle_ms = max(0.0, 2 * elapsed * (1 - busy)) / max(done, 1) * 1000
         lines.append(
             f"ingest via {broker} broker: {count} bundles of {size / 1024:.0f} KiB "
             f"({len(bundles[0]['tests'])} tests): upload {count / upload:.1f}/s "
@@ -222,7 +240,9 @@ def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
             f"{web_pg_cpu / count * 1000:.1f} ms); worker (concurrency 2) "
             f"{done / elapsed:.1f} bundles/s, {done} done, {failed} failed; "
             f"CPU per bundle: worker {worker_cpu / count * 1000:.1f} ms, "
-            f"PostgreSQL ({backends} backends) {pg_cpu / count * 1000:.1f} ms"
+            f"PostgreSQL ({backends} backends) {pg_cpu / count * 1000:.1f} ms; "
+            f"pool processes in tasks {busy:.0%} of the time (idle "
+            f"{idle_ms:.1f} ms per bundle)"
         )
     finally:
         for k, v in saved.items():
