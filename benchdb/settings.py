@@ -79,6 +79,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "benchdb.web.middleware.content_security_policy",
+    # API answers freed with their response (DRF's response and view form a
+    # cycle): after rendering, so innermost.
+    "benchdb.api.middleware.free_answers",
 ]
 
 ROOT_URLCONF = "benchdb.urls"

@@ -379,9 +379,24 @@ class RunViewSet(
     def _with_tests(self, run):
         return reads.attach_tests(run, self.request.user, owner_key(self.request))
 
+    def _detail(self, run) -> dict:
+        """The detail answer of ``run`` (``attach_tests``); its results are
+        released once written (``reads.release``)."""
+        self._detail_run = run
+        context = self.get_serializer_context()
+        try:
+            return s.RunDetailSerializer(run, context=context).data
+        finally:
+            # The answer keeps its serializer and context, and DRF's response
+            # and view reference each other: what they hold waits for the
+            # garbage collector.  Not the results.
+            self._detail_run = None
+            context.pop("baseline_results", None)
+            context.pop("overheads", None)
+            reads.release(run)
+
     def retrieve(self, request, *args, **kwargs):
-        self._detail_run = self._with_tests(self.get_object())
-        return Response(self.get_serializer(self._detail_run).data)
+        return Response(self._detail(self._with_tests(self.get_object())))
 
     def partial_update(self, request, *args, **kwargs):
         run = self.get_object()
@@ -395,12 +410,8 @@ class RunViewSet(
             run.save()
             if tags is not None:
                 ingest.retag(run, tags)
-        self._detail_run = self._with_tests(self.get_queryset().get(pk=run.pk))
-        return Response(
-            s.RunDetailSerializer(
-                self._detail_run, context=self.get_serializer_context()
-            ).data
-        )
+        run = self._with_tests(self.get_queryset().get(pk=run.pk))
+        return Response(self._detail(run))
 
     @extend_schema(
         summary="Claim an anonymous run into your account",

@@ -139,7 +139,7 @@ def run_detail(request, pk: int):
     guests = []
     if run.role == "host":
         guests = list(run.guests.visible().order_by("id"))
-    return render(
+    response = render(
         request,
         "web/run_detail.html",
         {
@@ -158,6 +158,8 @@ def run_detail(request, pk: int):
             "tags": sorted((run.tags or {}).items()),
         },
     )
+    reads.release(run)
+    return response
 
 
 def _first_metric(summary: dict) -> str | None:

@@ -5,6 +5,8 @@ fixed number."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -454,3 +456,111 @@ def test_run_page_rows_are_the_templates_own(client, fio, shapes):
     page = client.get(shapes["guest"].get_absolute_url()).content.decode()
     assert "(arithmetic mean)" not in page and ">raw</a>" in page
     assert seen >= 24
+
+
+def test_detail_and_page_free_their_results_without_the_collector(api, shapes):
+    """reads.release: once the detail or the page is written, its results
+    and their statistics are freed by reference counting, not left in a
+    cycle with their run for the garbage collector.  (The page through its
+    view: the test client keeps every page's context.)"""
+    import gc
+
+    from django.contrib.auth.models import AnonymousUser
+    from django.test import RequestFactory
+
+    from benchdb.results.models import Result
+    from benchdb.web import views
+
+    def results_alive() -> int:
+        return sum(type(o) is Result for o in gc.get_objects())
+
+    guest = shapes["guest"]
+
+    def page():
+        request = RequestFactory().get(guest.get_absolute_url())
+        request.user = AnonymousUser()
+        return views.run_detail(request, guest.pk)
+
+    def detail():
+        return api.get(f"/api/v1/runs/{guest.pk}/")
+
+    # What each answer leaves for the collector: nothing for the detail; the
+    # page's rows (Django's template Context holds its values in a cycle),
+    # not its baseline's results nor the run's.
+    guest_results = guest.results.count()
+    for get, leftover in ((detail, 0), (page, guest_results)):
+        assert get().status_code == 200  # warm: nothing left from before
+        gc.collect()
+        gc.disable()
+        try:
+            before = results_alive()
+            assert get().status_code == 200
+            assert results_alive() - before == leftover, get
+            before = results_alive()
+            with mock.patch("benchdb.results.reads.release"):
+                assert get().status_code == 200
+            assert results_alive() - before > leftover, get
+        finally:
+            gc.enable()
+            gc.collect()
+
+
+def test_api_answers_are_freed_with_their_response(shapes, settings):
+    """api.middleware.free_answers: DRF's response and view reference each
+    other; once rendered, the answer's data no longer waits for the garbage
+    collector (through Django's WSGI handler, as gunicorn calls it: the test
+    client keeps responses in cycles of its own)."""
+    import gc
+    import io
+
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    guest, host = shapes["guest"], shapes["host"]
+    urls = (f"/api/v1/runs/{guest.pk}/", f"/api/v1/compare/?runs={guest.pk},{host.pk}")
+
+    def cyclic_garbage(handler, url: str) -> int:
+        path, _, query = url.partition("?")
+        environ = {
+            "REQUEST_METHOD": "GET",
+            "PATH_INFO": path,
+            "QUERY_STRING": query,
+            "SERVER_NAME": "testserver",
+            "SERVER_PORT": "80",
+            "HTTP_HOST": "testserver",
+            "REMOTE_ADDR": "127.0.0.1",
+            "wsgi.input": io.BytesIO(b""),
+            "wsgi.url_scheme": "http",
+        }
+        statuses = []
+        b"".join(handler(environ, lambda status, headers: statuses.append(status)))
+        assert statuses == ["200 OK"], url
+        return gc.collect()
+
+    def per_request(middleware: list) -> list[int]:
+        settings.MIDDLEWARE = middleware
+        handler = WSGIHandler()
+        for url in urls:
+            cyclic_garbage(handler, url)  # warm
+        gc.collect()
+        gc.disable()
+        try:
+            return [cyclic_garbage(handler, url) for url in urls]
+        finally:
+            gc.enable()
+
+    middleware = list(settings.MIDDLEWARE)
+    ours = "benchdb.api.middleware.free_answers"
+    assert ours in middleware
+    # As the test client does: the test's connection stays open.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        freed = per_request(middleware)
+        kept = per_request([m for m in middleware if m != ours])
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    for with_it, without in zip(freed, kept, strict=True):
+        assert without - with_it >= 40, (freed, kept)  # the answer's dicts
