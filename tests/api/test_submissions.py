@@ -189,3 +189,40 @@ def test_it_stores_one_run_when_the_task_is_delivered_twice(
     assert Run.objects.filter(uuid=bundle["bundle_id"]).count() == 1
     sub.refresh_from_db()
     assert sub.attempts == 1
+
+
+def test_only_the_processing_mark_skips_its_wal_flush(fio, monkeypatch):
+    """The mark's commit is asynchronous (SET LOCAL in its own transaction);
+    the transaction that stores the run, and the connection after the task,
+    keep synchronous commits: an accepted run is on disk before its ack."""
+    from django.test.utils import CaptureQueriesContext
+
+    from benchdb.results import tasks
+
+    def setting() -> str:
+        with connection.cursor() as cur:
+            cur.execute("SHOW synchronous_commit")
+            return cur.fetchone()[0]
+
+    before = setting()
+    assert before != "off"
+    seen = []
+    store = tasks.store_bundle
+
+    def spy(*args, **kwargs):
+        seen.append(setting())
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(tasks, "store_bundle", spy)
+    bundle = make_bundle(fio, tests=("fio-rand-read-4k-q1t1",))
+    sub = Submission.objects.create(bundle_id=bundle["bundle_id"], bundle=bundle)
+    with CaptureQueriesContext(connection) as queries:
+        tasks.ingest.run(sub.pk)
+    sub.refresh_from_db()
+    assert sub.status == "done", sub.errors
+    sql = [q["sql"] for q in queries]
+    assert sql.count("SET LOCAL synchronous_commit = off") == 1
+    first_update = next(i for i, s in enumerate(sql) if s.startswith("UPDATE"))
+    assert sql.index("SET LOCAL synchronous_commit = off") < first_update
+    assert seen == [before]  # the run's transaction: flushed at commit
+    assert setting() == before
