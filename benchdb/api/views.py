@@ -329,12 +329,17 @@ class RunViewSet(
             # What it reads of the run: the match facets, the disk type and
             # who may see it hidden (reads.check_not_hidden), not the other
             # 50 columns nor the baseline's row.
-            return (
+            runs = (
                 readable_runs(self.request)
                 .select_related("hardware")
                 .only(*reads.SIMILAR_READ, "hardware__disk_type")
                 .order_by("-created", "-id")
             )
+            # With its result's key and figure (valid arguments only).
+            asked = getattr(self, "_similar_asked", None)
+            if asked is not None:
+                runs = runs.annotate(**compare_mod.similar_result(*asked))
+            return runs
         if self.action in ("retrieve", "partial_update"):
             # The results: reads.attach_tests, after the visibility checks.
             qs = reads.detail_runs(self.request.user, owner_key(self.request))
@@ -460,10 +465,14 @@ class RunViewSet(
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def similar(self, request, pk=None):
-        run = self.get_object()
         query = s.SimilarQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        q = query.validated_data
+        valid = query.is_valid()
+        q = query.validated_data if valid else {}
+        if valid:
+            self._similar_asked = (q["test_id"], q["metric"])
+        run = self.get_object()  # 404 and 410 before 400, as always
+        if not valid:
+            raise exceptions.ValidationError(query.errors)
         try:
             answer = reads.similar(run, q["test_id"], q["metric"], q.get("match"))
         except LookupError as exc:

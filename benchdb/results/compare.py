@@ -20,7 +20,16 @@ from collections.abc import Callable, Container, Iterable, Sequence
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, F, FloatField, Max, Min, QuerySet
+from django.db.models import (
+    Count,
+    F,
+    FloatField,
+    Max,
+    Min,
+    OuterRef,
+    QuerySet,
+    Subquery,
+)
 from django.db.models.aggregates import Aggregate
 
 from benchdb.results import answer_cache, stats
@@ -736,6 +745,17 @@ def _similar_results(
     return qs
 
 
+def similar_result(test_id: str, metric: str) -> dict:
+    """Annotations of a run query: its result of ``test_id``, comparability
+    key and ``metric`` figure (``similar_systems``' ``found``), read with
+    the run instead of in a query of their own."""
+    mine = Result.objects.filter(run=OuterRef("pk"), test_id=test_id).order_by("pk")
+    return {
+        "similar_key": Subquery(mine.values("comparability_key")[:1]),
+        "similar_value": Subquery(mine.values(metric_column(metric))[:1]),
+    }
+
+
 @answer_cache.stored
 def similar_population(
     comparability_key: str,
@@ -771,6 +791,7 @@ def similar_systems(
     metric: str = "iops",
     match: Sequence[str] = (),
     runs: QuerySet | None = None,
+    found: tuple | None = None,
 ) -> dict:
     """Where a run's result stands among comparable runs on the same disk type.
 
@@ -783,6 +804,9 @@ def similar_systems(
     round for latencies, where lower is better.  The run itself is part of
     the population when it is visible.  Without ``runs`` the population is
     ``similar_population``'s stored answer, and ``freshness`` says as of when.
+    ``found``: the run's (comparability key, figure) of ``test_id`` and
+    ``metric`` when the caller read them with the run (``similar_result``;
+    a key of None: no such result), else they are read here.
     """
     column = metric_column(metric)
     for facet in match:
@@ -792,12 +816,15 @@ def similar_systems(
     # The key and the figure only (not the statistics JSON); one row at
     # most (run, test id), in id order rather than Result's (which joined
     # the run table).
-    found = (
-        Result.objects.filter(run=run, test_id=test_id)
-        .order_by("pk")
-        .values_list("comparability_key", column)
-        .first()
-    )
+    if found is None:
+        found = (
+            Result.objects.filter(run=run, test_id=test_id)
+            .order_by("pk")
+            .values_list("comparability_key", column)
+            .first()
+        )
+    elif found[0] is None:
+        found = None
     if found is None:
         raise LookupError(f"run {run.pk} has no test {test_id!r}")
     comparability_key, value = found

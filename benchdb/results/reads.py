@@ -526,8 +526,12 @@ SIMILAR_READ = (
 
 def similar(run: Run, test_id: str, metric: str, match) -> dict:
     """Where a run stands among listed, not suspect runs (LookupError if the
-    run has no such test)."""
-    return compare_mod.similar_systems(run, test_id, metric, match or ())
+    run has no such test).  A run read with ``compare.similar_result``'s
+    annotations for this test and metric is not asked again."""
+    found = None
+    if hasattr(run, "similar_key"):
+        found = (run.similar_key, run.similar_value)
+    return compare_mod.similar_systems(run, test_id, metric, match or (), found=found)
 
 
 def vocabularies() -> dict:

@@ -125,10 +125,10 @@ def test_list_hardware_and_detail_queries_are_fixed(api, fio, shapes):
     # results (reads.attach_tests), repeats with their raw formats (the
     # repeat values are in the statistics loaded: compare.result_overheads).
     assert counts == (3, 3, 3)
-    # similar, once its population is stored: the run, its result's key and
-    # figure, the stored population.
+    # similar, once its population is stored: the run with its result's key
+    # and figure, the stored population.
     similar = f"/api/v1/runs/{shapes['guest'].pk}/similar/?test_id={READ}"
-    assert queries(similar) > queries(similar) == 3
+    assert queries(similar) > queries(similar) == 2
     assert (
         queries("/api/v1/runs/"),
         queries("/api/v1/hardware/"),
@@ -564,3 +564,32 @@ def test_api_answers_are_freed_with_their_response(shapes, settings):
         request_finished.connect(close_old_connections)
     for with_it, without in zip(freed, kept, strict=True):
         assert without - with_it >= 40, (freed, kept)  # the answer's dicts
+
+
+def test_similar_reads_its_result_with_the_run(api, shapes):
+    """compare.similar_result: the run's result read with the run gives the
+    answer similar_systems gives reading it itself, no such test included;
+    and the API's errors keep their order (404 before 400)."""
+    from benchdb.results import compare, reads
+
+    seen = 0
+    for run in shapes.values():
+        for test_id in (READ, "fio-rand-write-4k-q1t1", "dd-write-1m-fdatasync", "x"):
+            for metric in ("iops", "lat_mean_ns", "bw_bytes"):
+                annotated = Run.objects.annotate(
+                    **compare.similar_result(test_id, metric)
+                ).get(pk=run.pk)
+                outcomes = []
+                for one in (Run.objects.get(pk=run.pk), annotated):
+                    try:
+                        outcomes.append(reads.similar(one, test_id, metric, None))
+                    except LookupError as exc:
+                        outcomes.append(str(exc))
+                assert outcomes[0] == outcomes[1], (run, test_id, metric)
+                seen += isinstance(outcomes[0], dict)
+    assert seen >= 8
+    guest = shapes["guest"].pk
+    assert api.get(f"/api/v1/runs/{guest}/similar/?test_id=x").status_code == 404
+    bad = api.get(f"/api/v1/runs/{guest}/similar/?test_id={READ}&metric=nope")
+    assert bad.status_code == 400 and bad.json()["errors"][0]["pointer"] == "/metric"
+    assert api.get("/api/v1/runs/999999/similar/?metric=nope").status_code == 404
