@@ -35,7 +35,10 @@ def test_it_turns_a_bundle_posted_with_a_token_into_a_run(
     assert response.status_code == 202, response.content
     body = response.json()
     assert body["id"] == bundle["bundle_id"]
-    assert body["status"] == "queued"
+    # Its state as the answer is written: an idle worker may have taken it
+    # between the enqueue and the answer (seen: 'processing').
+    assert body["status"] in ("queued", "processing", "done")
+    assert body["queued_at"] is not None  # the message reached the broker
     assert body["owner_key"] is None  # a signed-in submitter owns it already
     assert response["Location"] == body["status_url"]
     status = wait_status(client, body["status_url"], timeout=30)
