@@ -78,3 +78,41 @@ def test_host_baselines_follow_their_guests_platform(client, reference):
     assert f"{guest.get_platform_display()} (host)" in page
     api = client.get(f"/api/v1/runs/?platform={guest.platform}").json()
     assert host.pk in [r["id"] for r in api["results"]]
+
+
+def test_filtered_pages_read_by_ids_are_the_filtered_list(client, reference):
+    """The page's rows are read by id without the filters (IdPaginator.rows_of):
+    every page of the API list and of the browse page holds the runs, the
+    order and the count of the filtered list itself."""
+    from django.db.models import Count
+    from django.http import QueryDict
+
+    from benchdb.results import reads
+
+    common = (
+        Result.objects.values("test_id").annotate(n=Count("run")).order_by("-n").first()
+    )
+    queries = [
+        "disk_type=hdd",
+        "disk_type=hdd&disk_type=nvme-ssd&ordering=-title",
+        "platform=proxmox",
+        "role=host&ordering=disk_type",
+        f"test_id={common['test_id']}&ordering=title",
+        "q=seed&ordering=-disk_type",
+    ]
+    for query in queries:
+        expected = list(reads.browse(QueryDict(query)).qs.values_list("pk", flat=True))
+        assert len(expected) >= 3, query
+        seen, page = [], 1
+        while True:
+            url = f"/api/v1/runs/?{query}&page_size=2&page={page}"
+            body = client.get(url).json()
+            assert body["count"] == len(expected), query
+            seen += [r["id"] for r in body["results"]]
+            if not body["next"]:
+                break
+            page += 1
+        assert seen == expected, query
+        shown = client.get(f"/runs/?{query}").context["page"]
+        assert [r.pk for r in shown] == expected[:50], query
+        assert shown.paginator.count == len(expected), query
