@@ -187,6 +187,16 @@ def _measured_values(result_ids: Sequence[int]) -> dict[int, dict[str, dict]]:
     return out
 
 
+# What a comparison reads of each run: its label (``_run_label``, with what
+# ``Run.__str__`` names an untitled run by) and its baseline.  A caller that
+# needs nothing else reads only these (``reads.comparison``): the other 34
+# columns, JSON ones included, cost 0.75 ms of a 10-run API compare.
+COMPARED_RUN_FIELDS = (
+    *("id", "title", "role", "platform", "cache_mode", "storage_backend"),
+    *("disk_bus", "image_format", "suite_version", "baseline"),
+)
+
+
 def _run_label(run: Run) -> dict:
     return {
         "id": run.pk,

@@ -609,9 +609,11 @@ def compared_runs(
     user=None,
     owner_key: str = "",
     related: Sequence[str] = (),
+    fields: Sequence[str] = (),
 ) -> tuple[list[Run], Run]:
     """The runs to compare, in the order asked, and the reference run
-    (``related``: relations read in the same query, ``select_related``).
+    (``related``: relations read in the same query, ``select_related``;
+    ``fields``: only these columns, ``only``).
 
     ReadError for a bad shape, NotReadable naming runs the viewer may not open.
     """
@@ -620,6 +622,8 @@ def compared_runs(
     readable = readable_runs(user, owner_key).filter(pk__in=run_ids).order_by()
     if related:
         readable = readable.select_related(*related)
+    if fields:
+        readable = readable.only(*fields)
     found = {r.pk: r for r in readable}
     missing = [rid for rid in run_ids if rid not in found]
     if missing:
@@ -632,8 +636,11 @@ def compared_runs(
 def comparison(
     run_ids: list[int], reference_id: int | None, user=None, owner_key: str = ""
 ) -> tuple[list[Run], Run, dict]:
-    """``compare.build_comparison`` over runs the viewer may open."""
-    runs, reference = compared_runs(run_ids, reference_id, user, owner_key)
+    """``compare.build_comparison`` over runs the viewer may open (read with
+    what it uses of them only, ``compare.COMPARED_RUN_FIELDS``)."""
+    runs, reference = compared_runs(
+        run_ids, reference_id, user, owner_key, fields=compare_mod.COMPARED_RUN_FIELDS
+    )
     return runs, reference, compare_mod.build_comparison(runs, reference)
 
 

@@ -143,6 +143,32 @@ def test_it_compares_means_intervals_deltas_and_significance(
     assert body["interval_explanation"] == stats.INTERVAL_EXPLANATION
 
 
+def test_it_reads_only_what_it_labels_untitled_runs_with(
+    api, trio, django_assert_num_queries
+):
+    """reads.comparison reads the runs' COMPARED_RUN_FIELDS only: an
+    untitled guest's label (Run.__str__ names it by its role, cache mode,
+    bus and image format) and its host baseline's overhead come without a
+    further query, and are what the fully read runs give."""
+    from benchdb.results.compare import _run_label
+    from benchdb.results.models import Run
+
+    _bundles, runs = trio
+    fast, slow = runs["fast"], runs["slow"]
+    Run.objects.filter(pk=fast.pk).update(title="", role="host")
+    Run.objects.filter(pk=slow.pk).update(
+        title="", role="guest", baseline=fast, cache_mode="writeback"
+    )
+    with django_assert_num_queries(2):
+        response = api.get(f"/api/v1/compare/?runs={slow.pk},{fast.pk}")
+    body = response.json()
+    full = [Run.objects.get(pk=pk) for pk in (slow.pk, fast.pk)]
+    assert body["runs"] == [_run_label(r) for r in full]
+    assert "cache writeback" in body["runs"][0]["title"]
+    assert entry(body, READ, "iops", slow.pk)["overhead"]["ratio"] is not None
+    assert entry(body, READ, "iops", fast.pk)["overhead"] is None
+
+
 def test_it_says_not_enough_repeats_for_a_single_run(api, trio):
     _bundles, runs = trio
     body = api.get(
