@@ -318,9 +318,36 @@ def bulk_insert_floor(count: int) -> str:
     )
 
 
+def _last_ids() -> tuple[int, int]:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT (SELECT coalesce(max(id), 0) FROM results_run), "
+            "(SELECT coalesce(max(id), 0) FROM results_submission)"
+        )
+        return cur.fetchone()
+
+
+def _remove_since(last_run: int, last_submission: int) -> int:
+    """Delete the runs and submissions made after those ids (with their
+    results, measurements and raw outputs): the database is left as it was,
+    so a later ``--reuse`` times the same runs (``pick_context`` takes the
+    newest guests)."""
+    from benchdb.results.models import Run, Submission
+
+    Submission.objects.filter(pk__gt=last_submission).delete()
+    removed, _ = Run.objects.filter(pk__gt=last_run).delete()
+    return removed
+
+
 def run(bundles: list[dict], count: int, dsn: str) -> list[str]:
     lines = []
-    for broker in ("filesystem", "redis"):
-        lines += one_broker(bundles, count, dsn, broker)
-    lines.append(bulk_insert_floor(count))
+    last_run, last_submission = _last_ids()
+    try:
+        for broker in ("filesystem", "redis"):
+            lines += one_broker(bundles, count, dsn, broker)
+        lines.append(bulk_insert_floor(count))
+    finally:
+        _remove_since(last_run, last_submission)
     return lines
