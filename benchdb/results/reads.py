@@ -378,6 +378,15 @@ def facet_counts(
     visible and can be added to the selection; ``checked`` marks the values
     chosen in ``params``.
     """
+    return facets_and_total(params, filtered, user, owner_key)[0]
+
+
+def facets_and_total(
+    params, filtered: QuerySet | None = None, user=None, owner_key: str = ""
+) -> tuple[list[dict], int | None]:
+    """``facet_counts`` and the number of runs of ``filtered``, read from
+    those counts (``summaries.rows_counted``) instead of a count of its own
+    (5 ms of /runs/ at 1M); None when every facet is chosen."""
     base = Run.objects.listed()
     if filtered is None:
         filtered = browse(params, user, owner_key=owner_key).qs
@@ -394,6 +403,7 @@ def facet_counts(
     # One GROUPING SETS query for every facet not chosen, one per chosen facet
     # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
     counts = summaries.facet_counts(base, filtered, chosen)
+    total = summaries.rows_counted(counts, chosen)
     out = []
     for name, choices in all_facets.items():
         selected = params.getlist(name) if hasattr(params, "getlist") else []
@@ -417,7 +427,7 @@ def facet_counts(
                 ],
             }
         )
-    return out
+    return out, total
 
 
 def home_summary() -> dict:

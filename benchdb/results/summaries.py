@@ -80,6 +80,17 @@ def facet_counts(
     return out
 
 
+def rows_counted(counts: dict[str, dict], chosen: dict) -> int | None:
+    """The rows of ``filtered`` from ``facet_counts``' answer: a facet counted
+    over them (not chosen) has one count per value, NULL included, so its
+    counts add up to every row.  Not platform, whose hosts are counted under
+    their guests' platforms too.  None when every other facet is chosen."""
+    for name in FACET_PATHS:
+        if name not in chosen and name != "platform":
+            return sum(counts[name].values())
+    return None
+
+
 def add_hosts_by_guest_platform(runs: QuerySet, counts: dict) -> dict:
     """Add to ``counts`` (platform -> runs, each run under its own platform)
     the host runs of ``runs`` under every other platform their listed guests

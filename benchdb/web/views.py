@@ -73,12 +73,15 @@ def run_list(request):
     qs = present.with_headlines(reads.list_columns(filterset.qs))
     if by_headline:
         qs = present.order_by_headline(qs, ordering)
-    page = reads.IdPaginator(qs, 50).get_page(request.GET.get("page"))
+    facets, total = reads.facets_and_total(params, filterset.qs, request.user)
+    paginator = reads.IdPaginator(qs, 50)
+    if total is not None:
+        paginator.count = total  # the facets' rows: no count query of its own
+    page = paginator.get_page(request.GET.get("page"))
     present.browse_overheads(page)
     present.label_host_platforms([r for r in page if r.role == "host"])
     query = request.GET.copy()
     query.pop("page", None)
-    facets = reads.facet_counts(params, filterset.qs, request.user)
     return render(
         request,
         "web/runs.html",

@@ -53,8 +53,9 @@ def test_every_facet_count_is_the_rows_its_filter_returns(client, reference, que
             assert _rows(params, name, value) == shown.get(value, 0), (name, value)
             compared += 1
     assert compared > 30
-    # The page shows those counts.
+    # The page shows those counts, and the number of runs they add up to.
     page = client.get(f"/runs/?{query}")
+    assert page.context["page"].paginator.count == reads.browse(params).qs.count()
     assert {
         f["name"]: {o["value"]: o["n"] for o in f["options"]}
         for f in page.context["facets"]
@@ -68,3 +69,22 @@ def test_home_platform_counts_are_the_rows_browse_returns(client, reference):
     assert counts
     for value, _label, n in counts:
         assert reads.browse(QueryDict(f"platform={value}")).qs.count() == n
+
+
+@pytest.mark.parametrize("every_facet", [False, True])
+def test_browse_total_is_the_count_of_its_runs(client, reference, every_facet):
+    """The page's total is read from its facet counts
+    (``summaries.rows_counted``), or counted when every facet is chosen: the
+    runs the filters return, none of them included twice, none missed."""
+    run = Run.objects.listed().filter(role="guest").select_related("hardware").first()
+    query = QueryDict(mutable=True)
+    query.setlist("cache_mode", [run.cache_mode, "unsafe"])
+    if every_facet:
+        for name in ALL_FACETS:
+            path = {"disk_type": "hardware", "raid_level": "hardware"}.get(name)
+            value = getattr(run.hardware if path else run, name)
+            query.setlist(name, [value] if value else [])
+    for q in (query, QueryDict("cache_mode=unsafe&role=host")):
+        page = client.get(f"/runs/?{q.urlencode()}").context["page"]
+        assert page.paginator.count == reads.browse(q).qs.count()
+    assert client.get(f"/runs/?{query.urlencode()}").context["page"].paginator.count
