@@ -529,6 +529,13 @@ class ResultSerializer(serializers.ModelSerializer):
 
 
 class RunDetailSerializer(RunListSerializer):
+    # Empty when the submitter gave none: a model URLField would be declared
+    # `format: uri`, which "" is not (schemathesis found the contradiction).
+    citation_url = serializers.CharField(
+        read_only=True,
+        help_text="Where the run is published or discussed (a URL); empty "
+        "when none was given.",
+    )
     environment = serializers.DictField()
     tags = serializers.DictField(child=serializers.CharField())
     tag_sources = serializers.DictField(
