@@ -111,16 +111,33 @@ class DateTimeRangeFilter(filters.IsoDateTimeFromToRangeFilter):
     field_class = UTCDateTimeRangeField
 
 
+class FacetFilter(filters.MultipleChoiceFilter):
+    """Any of the values asked for, as one ``IN (...)``.
+
+    django-filter's MultipleChoiceFilter ORs one equality per value
+    (``a = 'x' OR a = 'y'``); ``IN`` is the same condition, which
+    PostgreSQL matches against an index (``results_run_listed_cache_idx``)
+    however many values are asked for.  No DISTINCT: every facet is a
+    column of the run or of its (one) hardware row, so no join can repeat
+    a run, and django-filter's default SELECT DISTINCT over every selected
+    column, JSON included, made PostgreSQL sort and compare whole rows.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("distinct", False)
+        super().__init__(*args, **kwargs)
+
+    def filter(self, qs: QuerySet, value) -> QuerySet:
+        if not value:
+            return qs
+        return qs.filter(**{f"{self.field_name}__in": sorted(set(value))})
+
+
 def _multi(choices, field_name: str | None = None, label: str = ""):
-    # distinct=False: every facet is a column of the run or of its (one)
-    # hardware row, so no join can repeat a run.  django-filter's default adds
-    # SELECT DISTINCT over every selected column, JSON included, which made
-    # PostgreSQL sort and compare whole rows of the table.
-    return filters.MultipleChoiceFilter(
+    return FacetFilter(
         choices=choices.choices,
         field_name=field_name,
         label=label or None,
-        distinct=False,
     )
 
 

@@ -222,6 +222,16 @@ class RunQuerySet(models.QuerySet):
         )
 
 
+# The facet columns of a run that the indexes of listed runs carry, so that
+# counts and facet counts read the index alone (``Run.Meta.indexes``).
+LISTED_FACET_COLUMNS = (
+    *("role", "platform", "virtualization", "cache_mode", "aio_mode"),
+    *("image_format", "storage_backend", "disk_bus", "source", "suspect"),
+    *("hardware", "baseline"),
+)
+_CACHE_IDX_KEY = ("cache_mode", "hardware")
+
+
 class Run(models.Model):
     """One execution of a benchmark suite in one environment.
 
@@ -349,24 +359,20 @@ class Run(models.Model):
             # table.  Its condition is RunQuerySet.listed's.
             models.Index(
                 fields=["-created", "-id"],
-                include=[
-                    "role",
-                    "platform",
-                    "virtualization",
-                    "cache_mode",
-                    "aio_mode",
-                    "image_format",
-                    "storage_backend",
-                    "disk_bus",
-                    "source",
-                    "suspect",
-                    "hardware",
-                    "baseline",
-                    "suite_id",
-                    "suite_version",
-                ],
+                include=[*LISTED_FACET_COLUMNS, "suite_id", "suite_version"],
                 condition=Q(visibility=Visibility.PUBLIC, hidden=False),
                 name="results_run_listed_idx",
+            ),
+            # The same listed runs by cache mode, the facet most filtered on
+            # (the cache-mode report, ?cache_mode=): a count of one cache
+            # mode's runs, on its own or with the hardware's disk type or
+            # another facet, reads only that mode's entries instead of
+            # every listed run's (6.7 -> 1 ms at a million results).
+            models.Index(
+                fields=list(_CACHE_IDX_KEY),
+                include=[c for c in LISTED_FACET_COLUMNS if c not in _CACHE_IDX_KEY],
+                condition=Q(visibility=Visibility.PUBLIC, hidden=False),
+                name="results_run_listed_cache_idx",
             ),
             # Published data sets (the home page, the reports' published
             # figures): a few rows, found without reading the table.
