@@ -77,7 +77,66 @@ class ClientAddressMixin:
         return client_address(request) or "unknown"
 
 
-class SubmissionTokenThrottle(SimpleRateThrottle):
+class WindowCounterThrottle(SimpleRateThrottle):
+    """DRF's ``SimpleRateThrottle`` (same rates, keys and scopes), counted in
+    two numbers per client instead of a list of every request's time.
+
+    DRF keeps each client's request times of the last period in one cache
+    entry, read, trimmed, extended and written back whole by every request:
+    at the anonymous rate (2,000/hour) up to 2,000 floats pickled both ways
+    per request (0.08 ms with the local cache, 18 KB to Redis and back), and
+    two processes writing back their own copies lose each other's requests.
+    Here a client has a counter per fixed window of the period, incremented
+    atomically (``cache.incr``, atomic in Redis), and a request is allowed
+    while the sliding-window estimate, the previous window's count weighted
+    by how much of it the sliding period still covers plus the current
+    window's count, is below the limit (the "sliding window counter" of
+    Cloudflare's rate limiting).  A refused request is not counted, as in
+    DRF.  ``wait`` is when the estimate falls below the limit.
+    """
+
+    def allow_request(self, request, view):
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        self.now = now = self.timer()
+        window = int(now // self.duration)
+        current, previous = f"{self.key}:{window}", f"{self.key}:{window - 1}"
+        counts = self.cache.get_many([current, previous])
+        self.counts = counts.get(previous, 0), counts.get(current, 0)
+        self.elapsed = now - window * self.duration
+        if self._estimate(self.elapsed) >= self.num_requests:
+            return self.throttle_failure()
+        # Kept two periods: the next window still weighs this one.
+        if not self.cache.add(current, 1, 2 * self.duration):
+            try:
+                self.cache.incr(current)
+            except ValueError:  # expired between add and incr
+                self.cache.set(current, 1, 2 * self.duration)
+        return True
+
+    def _estimate(self, elapsed: float) -> float:
+        previous, current = self.counts
+        return previous * (1.0 - elapsed / self.duration) + current
+
+    def wait(self):
+        """Seconds until a request would be allowed again."""
+        previous, current = self.counts
+        limit, duration = self.num_requests, self.duration
+        if current >= limit:
+            # Not before the next window, and then until this window's
+            # count, now the previous one, has faded enough.
+            fade = duration * (1.0 - limit / current) if current else 0.0
+            return duration - self.elapsed + fade
+        if previous <= 0:
+            return 0.0
+        # previous * (1 - t / duration) + current < limit
+        return max(0.0, duration * (1.0 - (limit - current) / previous) - self.elapsed)
+
+
+class SubmissionTokenThrottle(WindowCounterThrottle):
     scope = "submissions"
 
     def get_cache_key(self, request, view):
@@ -90,7 +149,7 @@ class SubmissionTokenThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
 
-class SubmissionAddressThrottle(ClientAddressMixin, SimpleRateThrottle):
+class SubmissionAddressThrottle(ClientAddressMixin, WindowCounterThrottle):
     scope = "submissions"
     cache_format = "throttle_%(scope)s_addr_%(ident)s"
 
@@ -101,11 +160,12 @@ class SubmissionAddressThrottle(ClientAddressMixin, SimpleRateThrottle):
         }
 
 
-class AnonReadThrottle(ClientAddressMixin, AnonRateThrottle):
-    """Anonymous API requests per client address (the ``anon`` rate)."""
+class AnonReadThrottle(ClientAddressMixin, WindowCounterThrottle, AnonRateThrottle):
+    """Anonymous API requests per client address (the ``anon`` rate; DRF's
+    ``AnonRateThrottle`` key: signed-in requests are not counted)."""
 
 
-class ComparisonSaveThrottle(ClientAddressMixin, SimpleRateThrottle):
+class ComparisonSaveThrottle(ClientAddressMixin, WindowCounterThrottle):
     """Saved comparisons per account, or per address when anonymous."""
 
     scope = "comparisons"
