@@ -620,10 +620,11 @@ def compared_runs(
     owner_key: str = "",
     related: Sequence[str] = (),
     fields: Sequence[str] = (),
+    deferred: Sequence[str] = (),
 ) -> tuple[list[Run], Run]:
     """The runs to compare, in the order asked, and the reference run
     (``related``: relations read in the same query, ``select_related``;
-    ``fields``: only these columns, ``only``).
+    ``fields``: only these columns, ``only``; ``deferred``: not these).
 
     ReadError for a bad shape, NotReadable naming runs the viewer may not open.
     """
@@ -634,6 +635,8 @@ def compared_runs(
         readable = readable.select_related(*related)
     if fields:
         readable = readable.only(*fields)
+    if deferred:
+        readable = readable.defer(*deferred)
     found = {r.pk: r for r in readable}
     missing = [rid for rid in run_ids if rid not in found]
     if missing:
