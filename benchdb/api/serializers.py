@@ -6,6 +6,8 @@ exist so the OpenAPI schema describes exactly what those views return.
 
 from __future__ import annotations
 
+import datetime
+
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -50,8 +52,20 @@ FAST_ROWS = True
 _DATETIME = serializers.DateTimeField()
 
 
+_UTC = datetime.UTC
+
+
 def _datetime(value):
-    return _DATETIME.to_representation(value) if value is not None else None
+    """DRF's ``DateTimeField`` output: ISO 8601 in the current time zone,
+    which is always UTC here (``TIME_ZONE``; nothing activates another),
+    ``Z`` for its offset.  A datetime already in UTC, as every one read from
+    PostgreSQL is, written directly: the same string without DRF's time
+    zone lookups (13 -> 1 us; 150 of them in a page of the run list)."""
+    if value is None:
+        return None
+    if value.tzinfo is _UTC:
+        return value.isoformat()[:-6] + "Z"
+    return _DATETIME.to_representation(value)
 
 
 def _float(value):

@@ -593,3 +593,33 @@ def test_similar_reads_its_result_with_the_run(api, shapes):
     bad = api.get(f"/api/v1/runs/{guest}/similar/?test_id={READ}&metric=nope")
     assert bad.status_code == 400 and bad.json()["errors"][0]["pointer"] == "/metric"
     assert api.get("/api/v1/runs/999999/similar/?metric=nope").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-11-25T09:41:43.123456+00:00",
+        "2026-11-25T09:41:43+00:00",
+        "1999-12-31T23:59:59.000001+00:00",
+        "2026-03-29T01:30:00+02:00",
+    ],
+)
+def test_datetimes_are_written_as_drfs(value):
+    """UTC datetimes (as PostgreSQL hands them over) are written directly,
+    others by DRF's field: the same text either way."""
+    import datetime
+    import zoneinfo
+
+    from rest_framework import serializers
+
+    parsed = datetime.datetime.fromisoformat(value)
+    drf = serializers.DateTimeField()
+    for dt in (
+        parsed,
+        parsed.astimezone(datetime.UTC),
+        parsed.astimezone(zoneinfo.ZoneInfo("UTC")),
+        parsed.astimezone(zoneinfo.ZoneInfo("Europe/Paris")),
+    ):
+        assert s._datetime(dt) == drf.to_representation(dt)
+    assert s._datetime(parsed.astimezone(datetime.UTC)).endswith("Z")
+    assert s._datetime(None) is None
