@@ -308,9 +308,7 @@ def _series(shared: dict[str, dict[int, tuple]], ref_id: int) -> dict[int, list]
             else:
                 other.append((row[0], direction))
     if other:
-        with connection.cursor() as cursor:
-            cursor.execute(_DIRECTIONS_SQL, [[pk for pk, _d in other]])
-            stored = {pk: _json(v) for pk, v in cursor.fetchall()}
+        stored = _main_metric_values([pk for pk, _d in other])
         for pk, direction in other:
             out[pk] = _in_direction(stored.get(pk), direction)
     if unstored:
@@ -318,6 +316,15 @@ def _series(shared: dict[str, dict[int, tuple]], ref_id: int) -> dict[int, list]
         for pk, direction in unstored:
             out[pk] = _in_direction(measured.get(pk), direction)
     return out
+
+
+def _main_metric_values(result_ids: Sequence[int]) -> dict[int, dict | None]:
+    """``repeat_values`` of some results cut to the main metrics, read in
+    PostgreSQL (``_DIRECTIONS_SQL``): None for a result stored without
+    values.  One query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_DIRECTIONS_SQL, [list(result_ids)])
+        return {pk: _json(v) for pk, v in cursor.fetchall()}
 
 
 def _in_direction(values: dict | None, direction) -> list:
@@ -612,14 +619,28 @@ def extremes(data: dict) -> list[dict]:
 
 def pair_overheads(pairs: Sequence[tuple]) -> list[dict]:
     """``stats.overhead`` for (guest result id, host result id, direction,
-    metric) tuples, in order: guest ÷ host with its interval.  One query."""
-    values = repeat_values([i for g, h, _d, _m in pairs for i in (g, h)])
-    out = []
-    for g, h, direction, metric in pairs:
-        guest = values.get(g, {}).get(direction, {}).get(metric, [])
-        host = values.get(h, {}).get(direction, {}).get(metric, [])
-        out.append(stats.overhead(guest, host, higher_is_better(metric)))
-    return out
+    metric) tuples, in order: guest ÷ host with its interval, every pair's
+    at once (``stats.ratios``).  One query (two with results stored without
+    values): of main metrics only their values are read."""
+    ids = list(dict.fromkeys(i for g, h, _d, _m in pairs for i in (g, h)))
+    if all(metric in MAIN_METRICS for *_ids, metric in pairs):
+        values = _main_metric_values(ids)
+        missing = [pk for pk in ids if values.get(pk) is None]
+        if missing:
+            values.update(_measured_values(missing))
+    else:
+        values = repeat_values(ids)
+
+    def sample(pk, direction, metric) -> stats.Sample:
+        return stats.Sample(
+            ((values.get(pk) or {}).get(direction) or {}).get(metric) or []
+        )
+
+    ratios = stats.ratios([(sample(h, d, m), sample(g, d, m)) for g, h, d, m in pairs])
+    return [
+        stats.overhead_of(r, higher_is_better(m))
+        for r, (_g, _h, _d, m) in zip(ratios, pairs, strict=True)
+    ]
 
 
 def result_overheads(results: Sequence[Result], baselines: dict) -> dict:

@@ -52,6 +52,41 @@ def test_the_overhead_is_the_stats_answer(pair):
     assert interval["slower"] is True
 
 
+def test_many_pairs_at_once_are_each_the_stats_answer(pair):
+    """Every pair's overhead computed together, read from the stored values
+    of the main metrics, from the measurements for a result stored without
+    them, and from every stored value for another metric: each the scalar
+    ``stats.overhead`` of its own values."""
+    _guest, g, h = pair
+    host2, h2 = _run("host", [2000.0, 2100.0, 1900.0])
+    _guest2, g2 = _run("guest", [500.0, 510.0, 490.0], baseline=host2)
+    # An older result: no stored values, its measurements instead.
+    h2.stats.pop("values")
+    Result.objects.filter(pk=h2.pk).update(stats=h2.stats)
+    g.stats["values"]["read"]["runtime_s"] = [1.0, 1.1, 0.9, 1.0]
+    h.stats["values"]["read"]["runtime_s"] = [2.0, 2.1, 1.9, 2.2]
+    for res in (g, h):
+        Result.objects.filter(pk=res.pk).update(stats=res.stats)
+    pairs = [
+        (g.pk, h.pk, "read", "iops"),
+        (g2.pk, h2.pk, "read", "iops"),
+        (g.pk, h2.pk, "read", "iops"),
+        (g.pk, h.pk, "write", "iops"),  # no such direction: no figures
+    ]
+    assert compare.pair_overheads(pairs) == [
+        stats.overhead(GUEST, HOST, True),
+        stats.overhead([500.0, 510.0, 490.0], [2000.0, 2100.0, 1900.0], True),
+        stats.overhead(GUEST, [2000.0, 2100.0, 1900.0], True),
+        stats.overhead([], [], True),
+    ]
+    [runtime] = compare.pair_overheads([(g.pk, h.pk, "read", "runtime_s")])
+    assert runtime == stats.overhead(
+        [1.0, 1.1, 0.9, 1.0],
+        [2.0, 2.1, 1.9, 2.2],
+        compare.higher_is_better("runtime_s"),
+    )
+
+
 def test_overhead_pairs_and_the_report_rows_carry_it(pair, django_assert_num_queries):
     guest, g, h = pair
     guest = Run.objects.select_related("baseline").get(pk=guest.pk)
