@@ -90,6 +90,7 @@ def run_list(request):
             "facets": facets,
             "chips": present.chips(request.GET, facets),
             "page": page,
+            "rows_html": present.browse_rows_html(page),
             "query": query.urlencode(),
             "ordering": ordering,
             "q": request.GET.get("q", ""),
