@@ -381,13 +381,47 @@ def facet_counts(
     return facets_and_total(params, filtered, user, owner_key)[0]
 
 
+# Browse parameters that change neither which runs are listed nor how many.
+UNFILTERED_PARAMS = frozenset({"page", "ordering"})
+
+
+@answer_cache.stored
+def listed_facet_counts() -> dict:
+    """``summaries.facet_counts`` over every listed run, what browse shows
+    before anything is chosen: a GROUP BY over the whole table (60 ms at a
+    million results), so stored and served by the data version
+    (``answer_cache``; refreshed by the worker).  Per facet, [value, runs]
+    pairs (JSON objects cannot have a null key: runs without a disk type
+    are counted under None)."""
+    listed = Run.objects.listed()
+    counts = summaries.facet_counts(listed, listed, {})
+    return {name: [[v, n] for v, n in by.items()] for name, by in counts.items()}
+
+
 def facets_and_total(
     params, filtered: QuerySet | None = None, user=None, owner_key: str = ""
-) -> tuple[list[dict], int | None]:
-    """``facet_counts`` and the number of runs of ``filtered``, read from
-    those counts (``summaries.rows_counted``) instead of a count of its own
-    (5 ms of /runs/ at 1M); None when every facet is chosen."""
+) -> tuple[list[dict], int | None, dict | None]:
+    """``facet_counts``, the number of runs of ``filtered`` and the counts'
+    freshness.  With filters, the counts are live and the number is read
+    from them (``summaries.rows_counted``) instead of a count of its own
+    (5 ms of /runs/ at 1M; None when every facet is chosen), freshness None.
+    Without any, the counts are the stored ``listed_facet_counts`` with their
+    freshness, and the number is counted live: the list shows every listed
+    run, uploads since the snapshot included."""
     base = Run.objects.listed()
+    unfiltered = not any(
+        value
+        for name in params
+        if name not in UNFILTERED_PARAMS
+        for value in (
+            params.getlist(name) if hasattr(params, "getlist") else [params[name]]
+        )
+    )
+    if unfiltered:
+        stored, found = listed_facet_counts.with_freshness()
+        counts = {name: dict(map(tuple, pairs)) for name, pairs in stored.items()}
+        total = base.count()
+        return _facet_menu(params, counts), total, answer_cache.freshness_of(found)
     if filtered is None:
         filtered = browse(params, user, owner_key=owner_key).qs
     all_facets = {**FACETS, **HARDWARE_FACETS}
@@ -404,6 +438,13 @@ def facets_and_total(
     # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
     counts = summaries.facet_counts(base, filtered, chosen)
     total = summaries.rows_counted(counts, chosen)
+    return _facet_menu(params, counts), total, None
+
+
+def _facet_menu(params, counts: dict[str, dict]) -> list[dict]:
+    """The browse menu from facet counts: per facet its values by count,
+    labelled, the chosen ones checked."""
+    all_facets = {**FACETS, **HARDWARE_FACETS}
     out = []
     for name, choices in all_facets.items():
         selected = params.getlist(name) if hasattr(params, "getlist") else []
@@ -427,7 +468,7 @@ def facets_and_total(
                 ],
             }
         )
-    return out, total
+    return out
 
 
 def home_summary() -> dict:

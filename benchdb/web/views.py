@@ -73,7 +73,9 @@ def run_list(request):
     qs = present.with_headlines(reads.list_columns(filterset.qs))
     if by_headline:
         qs = present.order_by_headline(qs, ordering)
-    facets, total = reads.facets_and_total(params, filterset.qs, request.user)
+    facets, total, freshness = reads.facets_and_total(
+        params, filterset.qs, request.user
+    )
     paginator = reads.IdPaginator(qs, 50)
     if total is not None:
         paginator.count = total  # the facets' rows: no count query of its own
@@ -91,6 +93,7 @@ def run_list(request):
             "chips": present.chips(request.GET, facets),
             "page": page,
             "rows_html": present.browse_rows_html(page),
+            "freshness": freshness,
             "query": query.urlencode(),
             "ordering": ordering,
             "q": request.GET.get("q", ""),

@@ -123,6 +123,7 @@ def stored_calls() -> list[tuple]:
     calls = [
         (answers.workloads, ("cache",)),
         (answers.workloads, ("overhead",)),
+        (reads.listed_facet_counts, ()),
         (answers.cache_mode_answers, ({}, cache_w)),
         (answers.cache_mode_answers, ({"disk_type": "nvme-ssd"}, cache_w)),
         (answers.overhead_answer, ({}, over_w)),
@@ -433,3 +434,52 @@ def test_a_comparison_shows_each_sides_distribution_exactly():
                 population.figure_spread(runs, TESTS[0], "iops", key),
                 whole["results"],
             )
+
+
+def _menu(page) -> dict:
+    """Browse's facet menu: facet -> value -> count."""
+    return {
+        f["name"]: {o["value"]: o["n"] for o in f["options"]}
+        for f in page.context["facets"]
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_browse_before_any_filter_shows_stored_counts_and_every_run(client):
+    """/runs/ with nothing chosen: its facet counts are the stored ones (a
+    hidden run leaves them at once; an upload is counted by the refresh, and
+    the page says so meanwhile), its list and total every listed run."""
+    generate(systems=12)
+    listed = Run.objects.listed()
+    page = client.get("/runs/")
+    counts = {
+        f["name"]: {o["value"]: o["n"] for o in f["options"]}
+        for f in page.context["facets"]
+    }
+    assert sum(counts["cache_mode"].values()) == listed.count()
+    assert page.context["page"].paginator.count == listed.count()
+    assert page.context["freshness"]["current"]
+    # Filtered: live counts, no freshness.
+    assert client.get("/runs/?cache_mode=none").context["freshness"] is None
+    # Hidden: gone from the counts as soon as it is committed.
+    run = listed.filter(cache_mode="none").order_by("id").first()
+    Run.objects.get(pk=run.pk).moderate("hide", "test")
+    page = client.get("/runs/")
+    by_mode = _menu(page)["cache_mode"]
+    assert by_mode["none"] == counts["cache_mode"]["none"] - 1
+    assert page.context["page"].paginator.count == listed.count()
+    # Uploaded: listed and counted in the total now, in the menu's counts
+    # after the refresh; the page says so until then.
+    new = Run.objects.create(
+        suite_id="benchdb-standard", suite_version="1", role="guest", cache_mode="none"
+    )
+    page = client.get("/runs/")
+    assert page.context["page"].paginator.count == listed.count()
+    assert new.pk in [r.pk for r in page.context["page"]]
+    assert not page.context["freshness"]["current"]
+    assert "newer uploads are added by the next refresh" in page.content.decode()
+    refresh.refresh()
+    page = client.get("/runs/")
+    by_mode = _menu(page)["cache_mode"]
+    assert by_mode["none"] == counts["cache_mode"]["none"]
+    assert page.context["freshness"]["current"]
