@@ -351,7 +351,8 @@ def build(ctx: dict) -> list[Endpoint]:
                 (HOSTS_BY_GUEST_PLATFORM, []),
             ],
             kind="page",
-            notes="count + 11 facets + page",
+            notes="count + 11 facets + page; the facet counts stored",
+            stored=True,
         ),
         Endpoint(
             "page browse, filtered",
