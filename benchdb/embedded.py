@@ -84,6 +84,25 @@ def database_settings() -> dict:
     }
 
 
+def is_lifecycle_command(argv: list[str]) -> bool:
+    """True for ``manage.py embedded ...`` (benchdb/ops/management/commands/
+    embedded.py), which must see the server as it is, not start it."""
+    return len(argv) > 1 and Path(argv[0]).name == "manage.py" and argv[1] == "embedded"
+
+
+def unstarted_settings() -> dict:
+    """``DATABASES['default']`` for a process that never connects (the
+    ``embedded`` command): the embedded database's name, no server."""
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": DATABASE_NAME,
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": str(var_dir() / "pgdata"),
+        "PORT": "",
+    }
+
+
 def broker_settings() -> tuple[str, dict]:
     """The filesystem broker URL and its transport options."""
     # BENCHDB_BROKER_DIR lets the test suite keep its messages apart from a

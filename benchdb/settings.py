@@ -112,6 +112,10 @@ if not DATABASE_IS_EMBEDDED:
             conn_health_checks=True,
         )
     }
+elif embedded.is_lifecycle_command(sys.argv):
+    # ``manage.py embedded status|stop`` looks at the server: starting it
+    # first would make "status" always say running.  It never connects.
+    DATABASES = {"default": embedded.unstarted_settings()}
 else:
     DATABASES = {"default": embedded.database_settings()}
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":

@@ -13,6 +13,9 @@ import subprocess
 import sys
 import urllib.request
 
+import pytest
+
+from benchdb.ops.management.commands.embedded import postmaster_pid
 from tests.conftest import ROOT, wait_for
 
 
@@ -97,10 +100,32 @@ def test_it_boots_migrates_serves_and_consumes_on_embedded_defaults(tmp_path):
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-        subprocess.run(
-            [sys.executable, "manage.py", "embedded", "stop"],
+        log.close()
+    # The server outlives the processes that used it (some killed, their
+    # pgserver handles left behind) until `manage.py embedded stop`, which
+    # must stop it, and say so only then; status does not start it again.
+    postmaster = postmaster_pid(tmp_path / "var" / "pgdata")
+    assert postmaster is not None
+
+    def embedded(action: str) -> str:
+        return subprocess.run(
+            [sys.executable, "manage.py", "embedded", action],
             cwd=ROOT,
             env=env,
-            timeout=60,
-        )
-        log.close()
+            timeout=90,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
+    try:
+        assert embedded("status").startswith(f"running, pid {postmaster}")
+        assert embedded("stop") == "stopped"
+        assert postmaster_pid(tmp_path / "var" / "pgdata") is None
+        with pytest.raises(ProcessLookupError):
+            os.kill(postmaster, 0)
+        assert embedded("status").startswith("not running")
+        assert embedded("stop") == "not running"
+    finally:  # never leave a server behind, whatever failed above
+        if postmaster_pid(tmp_path / "var" / "pgdata") is not None:
+            os.kill(postmaster, signal.SIGINT)
