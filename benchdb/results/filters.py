@@ -130,7 +130,7 @@ class FacetFilter(filters.MultipleChoiceFilter):
     def filter(self, qs: QuerySet, value) -> QuerySet:
         if not value:
             return qs
-        return qs.filter(**{f"{self.field_name}__in": sorted(set(value))})
+        return self.get_method(qs)(**{f"{self.field_name}__in": sorted(set(value))})
 
 
 def _multi(choices, field_name: str | None = None, label: str = ""):

@@ -13,10 +13,12 @@ from collections import defaultdict
 from functools import lru_cache
 from html import escape  # as django.utils.html.escape, without its lazy wrapper
 
+from django.template.defaultfilters import date, floatformat, stringformat
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import mark_safe
 from django.utils.text import slugify
+from django.utils.timezone import template_localtime
 
 from benchdb.results import compare
 from benchdb.web.templatetags.benchdb_format import (
@@ -964,9 +966,6 @@ def browse_rows_html(runs) -> str:
     """The browse page's table rows (``runs.html``) for a page of runs read
     by ``views.run_list`` (with ``browse_overheads`` and
     ``label_host_platforms`` applied)."""
-    from django.template.defaultfilters import date, floatformat, stringformat
-    from django.utils.timezone import template_localtime
-
     url = reverse("run-detail", args=[0])[:-2]  # "/runs/0/" without "0/"
     out = []
     for run in runs:
