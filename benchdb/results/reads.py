@@ -399,7 +399,12 @@ def listed_facet_counts() -> dict:
 
 
 def facets_and_total(
-    params, filtered: QuerySet | None = None, user=None, owner_key: str = ""
+    params,
+    filtered: QuerySet | None = None,
+    user=None,
+    owner_key: str = "",
+    *,
+    filterset: RunFilterSet | None = None,
 ) -> tuple[list[dict], int | None, dict | None]:
     """``facet_counts``, the number of runs of ``filtered`` and the counts'
     freshness.  With filters, the counts are live and the number is read
@@ -407,7 +412,9 @@ def facets_and_total(
     (5 ms of /runs/ at 1M; None when every facet is chosen), freshness None.
     Without any, the counts are the stored ``listed_facet_counts`` with their
     freshness, and the number is counted live: the list shows every listed
-    run, uploads since the snapshot included."""
+    run, uploads since the snapshot included.  ``filterset``: ``browse``'s
+    answer for ``params`` when the caller has it (the chosen facets' counts
+    reuse its validated values)."""
     base = Run.objects.listed()
     unfiltered = not any(
         value
@@ -422,18 +429,14 @@ def facets_and_total(
         counts = {name: dict(map(tuple, pairs)) for name, pairs in stored.items()}
         total = base.count()
         return _facet_menu(params, counts), total, answer_cache.freshness_of(found)
+    if filterset is None:
+        filterset = browse(params, user, owner_key=owner_key)
     if filtered is None:
-        filtered = browse(params, user, owner_key=owner_key).qs
+        filtered = filterset.qs
     all_facets = {**FACETS, **HARDWARE_FACETS}
-    chosen = {}
-    for name in all_facets:
-        if name in params:
-            others = params.copy()
-            others.pop(name, None)
-            others.pop("page", None)
-            chosen[name] = RunFilterSet(
-                others, queryset=base, user=user, owner_key=owner_key
-            ).qs
+    chosen = {
+        name: filterset.qs_without(name, base) for name in all_facets if name in params
+    }
     # One GROUPING SETS query for every facet not chosen, one per chosen facet
     # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
     counts = summaries.facet_counts(base, filtered, chosen)

@@ -346,6 +346,60 @@ def test_filter_sets_share_a_form_class_not_their_data():
     assert "cache_mode" in bad.errors and not good.errors
 
 
+def test_filter_forms_share_choices_not_fields_or_widgets():
+    """The forms' copies of their class's fields (filters.SharedChoices)
+    keep the class's choice lists, and nothing else: fields, widgets,
+    attributes and error messages are each form's own, choices assigned on
+    one form stay on it, and validation is unchanged."""
+    from django.http import QueryDict
+
+    from benchdb.results.filters import RunFilterSet
+    from benchdb.results.vocab import CacheMode
+
+    one = RunFilterSet(QueryDict("cache_mode=none"), queryset=Run.objects.all())
+    two = RunFilterSet(QueryDict(""), queryset=Run.objects.all())
+    base = type(one.form).base_fields["cache_mode"]
+    a, b = one.form.fields["cache_mode"], two.form.fields["cache_mode"]
+    assert a is not b and a is not base
+    assert a.widget is not b.widget and a.widget.attrs is not b.widget.attrs
+    assert a.error_messages is not b.error_messages
+    assert a.validators is not b.validators
+    assert a._choices is base._choices
+    # A range field's parts are copied too, as Django copies them.
+    assert (
+        one.form.fields["created"].fields[0] is not two.form.fields["created"].fields[0]
+    )
+    a.widget.attrs["data-x"] = "1"
+    a.choices = [("none", "none")]
+    assert "data-x" not in b.widget.attrs
+    assert [v for v, _ in b.choices] == [v for v, _ in CacheMode.choices]
+    assert [v for v, _ in base.choices] == [v for v, _ in CacheMode.choices]
+    assert one.is_valid() and one.form.cleaned_data["cache_mode"] == ["none"]
+    bad = RunFilterSet(QueryDict("cache_mode=bogus"), queryset=Run.objects.all())
+    assert not bad.is_valid() and "cache_mode" in bad.errors
+
+
+def test_facet_counts_without_a_facet_are_a_filter_set_without_it():
+    """RunFilterSet.qs_without (a chosen facet's counts, reads.facets_and_total)
+    lists the runs a filter set built without that parameter lists."""
+    from django.http import QueryDict
+
+    from benchdb.results.filters import RunFilterSet
+
+    params = QueryDict(
+        "cache_mode=none&cache_mode=writeback&platform=proxmox&disk_type=nvme-ssd"
+        "&q=a&ordering=-title"
+    )
+    full = RunFilterSet(params, queryset=Run.objects.listed())
+    assert full.is_valid()
+    for name in ("cache_mode", "platform", "disk_type", "q"):
+        others = params.copy()
+        others.pop(name)
+        want = RunFilterSet(others, queryset=Run.objects.listed()).qs
+        got = full.qs_without(name, Run.objects.listed())
+        assert str(got.order_by("pk").query) == str(want.order_by("pk").query)
+
+
 def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
     """compare.result_overheads (the values in the loaded statistics, the t
     functions once for every pair) against what it did before: the values
