@@ -42,11 +42,27 @@ def chromium():
                 yield browser
             finally:
                 browser.close()
+                _close_connections_of_this_block()
     finally:
         if previous is None:
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         else:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+def _close_connections_of_this_block() -> None:
+    """Close the database connections the block opened, while it can still
+    see them.  With Playwright's loop running, Django keeps this thread's
+    connections apart from the ones it sees once the loop is gone
+    (``connections`` is an asgiref ``Local``): left open, the test's own
+    connection outlived the session, and the test database could not be
+    dropped ("being accessed by other users").  Not one inside a test's
+    transaction, which its test case rolls back and closes itself."""
+    from django.db import connections
+
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close()
 
 
 @pytest.fixture
