@@ -74,7 +74,7 @@ def run_list(request):
     if by_headline:
         qs = present.order_by_headline(qs, ordering)
     facets, total, freshness = reads.facets_and_total(
-        params, filterset.qs, request.user, filterset=filterset
+        params, user=request.user, filterset=filterset
     )
     paginator = reads.IdPaginator(qs, 50)
     if total is not None:
