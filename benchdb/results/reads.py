@@ -369,16 +369,14 @@ def browse(
     return filterset
 
 
-def facet_counts(
-    params, filtered: QuerySet | None = None, user=None, owner_key: str = ""
-) -> list[dict]:
+def facet_counts(params, user=None, owner_key: str = "") -> list[dict]:
     """Per facet, its values among listed runs with counts, for the browse menu.
 
     Each facet counts as if its own filter were off, so its other values stay
     visible and can be added to the selection; ``checked`` marks the values
     chosen in ``params``.
     """
-    return facets_and_total(params, filtered, user, owner_key)[0]
+    return facets_and_total(params, user, owner_key)[0]
 
 
 # Browse parameters that change neither which runs are listed nor how many.
@@ -400,13 +398,12 @@ def listed_facet_counts() -> dict:
 
 def facets_and_total(
     params,
-    filtered: QuerySet | None = None,
     user=None,
     owner_key: str = "",
     *,
     filterset: RunFilterSet | None = None,
 ) -> tuple[list[dict], int | None, dict | None]:
-    """``facet_counts``, the number of runs of ``filtered`` and the counts'
+    """``facet_counts``, the number of runs ``params`` list and the counts'
     freshness.  With filters, the counts are live and the number is read
     from them (``summaries.rows_counted``) instead of a count of its own
     (5 ms of /runs/ at 1M; None when every facet is chosen), freshness None.
@@ -431,8 +428,7 @@ def facets_and_total(
         return _facet_menu(params, counts), total, answer_cache.freshness_of(found)
     if filterset is None:
         filterset = browse(params, user, owner_key=owner_key)
-    if filtered is None:
-        filtered = filterset.qs
+    filtered = filterset.qs
     all_facets = {**FACETS, **HARDWARE_FACETS}
     chosen = {
         name: filterset.qs_without(name, base) for name in all_facets if name in params
