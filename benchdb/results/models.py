@@ -374,6 +374,18 @@ class Run(models.Model):
                 condition=Q(visibility=Visibility.PUBLIC, hidden=False),
                 name="results_run_listed_cache_idx",
             ),
+            # The listed host runs by cache mode: the hosts of a filtered list,
+            # counted under their guests' platforms (the browse page's platform
+            # facet, ``summaries.add_hosts_by_guest_platform``).  PostgreSQL
+            # cannot know that hosts have no guest cache mode, so without it
+            # ``role = 'host' AND cache_mode IN (...)`` read every listed
+            # run's entry to find none (15 -> 1.5 ms at a million results).
+            models.Index(
+                fields=list(_CACHE_IDX_KEY),
+                include=[c for c in LISTED_FACET_COLUMNS if c not in _CACHE_IDX_KEY],
+                condition=Q(visibility=Visibility.PUBLIC, hidden=False, role=Role.HOST),
+                name="results_run_listed_host_idx",
+            ),
             # Published data sets (the home page, the reports' published
             # figures): a few rows, found without reading the table.
             models.Index(
