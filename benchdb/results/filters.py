@@ -16,6 +16,7 @@ import django_filters as filters
 from django import forms
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django_filters.fields import DateRangeWidget, IsoDateTimeField, RangeField
+from django_filters.filters import FilterMethod
 
 from benchdb.results.models import Result, Run, readable_q
 from benchdb.results.vocab import (
@@ -153,6 +154,30 @@ class SharedChoices(dict):
             if choices is not None:
                 memo[id(choices)] = choices
         return {name: copy.deepcopy(field, memo) for name, field in self.items()}
+
+
+class SharedFilters(dict):
+    """A filter set class's ``base_filters`` whose copies share what a filter
+    is made of.
+
+    Every filter set deep-copies its class's filters (django-filter's
+    ``BaseFilterSet.__init__``) to give each its own ``parent`` and
+    ``model``: with them went each filter's choice list and keyword
+    arguments, through ``copy``'s generic path, on every API list request
+    and browse page.  A filter is its name, lookup and arguments, which no
+    filter set changes (a form field made from them is the form's own,
+    ``SharedChoices``): each set gets its own shallow copy of each filter,
+    sharing those, and a filter that calls a method of its set is bound to
+    its copy, so that it calls that set's."""
+
+    def __deepcopy__(self, memo):
+        out = {}
+        for name, base in self.items():
+            own = copy.copy(base)
+            if base.method is not None:
+                own.filter = FilterMethod(own)
+            out[name] = own
+        return out
 
 
 def _multi(choices, field_name: str | None = None, label: str = ""):
@@ -309,3 +334,6 @@ class RunFilterSet(filters.FilterSet):
         if not qs.query.order_by:
             qs = qs.order_by(*Run._meta.ordering)
         return qs
+
+
+RunFilterSet.base_filters = SharedFilters(RunFilterSet.base_filters)

@@ -379,6 +379,36 @@ def test_filter_forms_share_choices_not_fields_or_widgets():
     assert not bad.is_valid() and "cache_mode" in bad.errors
 
 
+def test_filter_sets_copy_their_filters_and_share_their_arguments():
+    """Each filter set has its own filters (filters.SharedFilters): its own
+    parent and model, a method filter calling its own set's method, while
+    the arguments the filters were made with are the class's; filtering is
+    what it was."""
+    from django.http import QueryDict
+
+    from benchdb.results.filters import RunFilterSet
+
+    one = RunFilterSet(QueryDict("platform=proxmox&q=x"), queryset=Run.objects.all())
+    two = RunFilterSet(QueryDict(""), queryset=Run.objects.listed())
+    base = RunFilterSet.base_filters
+    for name, f in one.filters.items():
+        assert f is not two.filters[name] and f is not base[name]
+        assert f.parent is one and two.filters[name].parent is two
+        assert f.extra is base[name].extra
+    for name in ("platform", "q", "test_id", "has_baseline"):
+        assert one.filters[name].filter.f is one.filters[name]
+        assert two.filters[name].filter.f is two.filters[name]
+        assert one.filters[name].filter.method.__self__ is one
+    # The reader a method filter uses is its own set's.
+    one.reader, two.reader = ("a", ""), ("b", "")
+    assert one.filters["has_baseline"].filter.method.__self__.reader == ("a", "")
+    assert not hasattr(base["platform"], "parent")
+    assert one.is_valid()
+    got = str(one.qs.order_by("pk").query)
+    assert "proxmox" in got and "%x%" in got.replace("'", "")
+    assert two.is_valid() and str(two.qs.query).count("proxmox") == 0
+
+
 def test_facet_counts_without_a_facet_are_a_filter_set_without_it():
     """RunFilterSet.qs_without (a chosen facet's counts, reads.facets_and_total)
     lists the runs a filter set built without that parameter lists."""
