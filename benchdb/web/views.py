@@ -68,8 +68,8 @@ def run_list(request):
             },
             status=400,
         )
-    # The columns a row shows, and the page's ids before its rows (as the
-    # API's list: reads.list_columns, reads.IdPaginator).
+    # The columns a row shows, and the page's ids (a subquery) before its
+    # rows (as the API's list: reads.list_columns, reads.IdPaginator).
     qs = present.with_headlines(reads.list_columns(filterset.qs))
     if by_headline:
         qs = present.order_by_headline(qs, ordering)
