@@ -120,9 +120,13 @@ def sample(fn, rounds: int, budget_s: float) -> list[float]:
 
 
 def sql_timer(dsn: str):
+    """A timer of hand-written SQL, in a session set as the service's are
+    (its ``options``, e.g. ``jit=off``: benchdb/settings.py)."""
     import psycopg
+    from django.conf import settings
 
-    conn = psycopg.connect(dsn, autocommit=True)
+    options = settings.DATABASES["default"].get("OPTIONS", {}).get("options", "")
+    conn = psycopg.connect(dsn, autocommit=True, options=options)
 
     def run(statements: list[tuple[str, list]]) -> float:
         t0 = time.perf_counter()

@@ -120,6 +120,14 @@ else:
     DATABASES = {"default": embedded.database_settings()}
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ValueError("DATABASE_URL must point at PostgreSQL: benchdb uses no other")
+# PostgreSQL's JIT compiles a query whose estimated cost passes
+# ``jit_above_cost``: the browse page's facet counts filtered by platform
+# spent 28 of their 80 ms compiling at a million results, and no answer of
+# the service or the worker's refresh was faster with it (docs/deploy.md).
+# Off for benchdb's sessions; options in DATABASE_URL come after, so
+# ``?options=-c%20jit%3Don`` turns it back on.
+_OPTIONS = DATABASES["default"].setdefault("OPTIONS", {})
+_OPTIONS["options"] = " ".join(["-c jit=off", _OPTIONS.get("options", "")]).strip()
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
