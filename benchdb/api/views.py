@@ -9,6 +9,7 @@ use ``Run.objects`` querysets (``visible`` for lists and aggregates,
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -79,6 +80,18 @@ class StablePagination(PageNumberPagination):
     max_page_size = 500
     # Ids first, then the page's rows (reads.IdPaginator).
     django_paginator_class = reads.IdPaginator
+
+
+class RunListPagination(StablePagination):
+    """The run list's pages as ``reads.list_rows`` for the request's reader
+    (``serializers.FAST_ROWS``; DRF's own path pages model instances)."""
+
+    def paginate_queryset(self, queryset, request, view=None):
+        if s.FAST_ROWS and getattr(view, "action", None) == "list":
+            self.django_paginator_class = partial(
+                reads.ListRowsPaginator, reader=(request.user, owner_key(request))
+            )
+        return super().paginate_queryset(queryset, request, view)
 
 
 def readable_runs(request):
@@ -314,7 +327,7 @@ class RunViewSet(
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     filter_backends = [DjangoFilterBackend]
     filterset_class = RunFilterSet
-    pagination_class = StablePagination
+    pagination_class = RunListPagination
     permission_classes = [IsRunOwnerOrReadOnly]
 
     def get_queryset(self):

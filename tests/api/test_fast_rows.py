@@ -94,6 +94,42 @@ def test_list_detail_and_hardware_rows_are_drfs_own(api, alice, shapes):
         assert fast == slow, url
 
 
+def test_list_rows_show_a_baseline_to_whoever_may_open_it(api, shapes):
+    """The run list's rows (reads.list_rows) answer "may the reader open the
+    baseline?" in SQL: a private baseline's id for the holder of its owner
+    key and for staff, None for anyone else, as DRF's path answers from the
+    loaded baseline (Run.is_visible_to)."""
+    from django.contrib.auth.models import User
+
+    from benchdb.results import reads
+
+    private = Run.objects.get(pair_id="p2", role="host")
+    key = private.set_owner_key()
+    private.save()
+    guest = Run.objects.get(pair_id="p2", role="guest")
+    url = "/api/v1/runs/?cache_mode=writeback"
+
+    def baseline_of(body: bytes) -> int | None:
+        import json
+
+        [row] = [r for r in json.loads(body)["results"] if r["id"] == guest.pk]
+        return row["baseline"]
+
+    fast, slow = both(api, url)
+    assert fast == slow and baseline_of(fast) is None
+    api.credentials(HTTP_X_OWNER_KEY=key)
+    fast, slow = both(api, url)
+    assert fast == slow and baseline_of(fast) == private.pk
+    staff = User.objects.create_user("staff", is_staff=True)
+    fast, slow = both(token_client(staff), url)
+    assert fast == slow and baseline_of(fast) == private.pk
+    # The rows are read as rows, not model instances.
+    rows = reads.list_rows(Run.objects.filter(pk=guest.pk), None, key)
+    assert [type(r) for r in rows] == [reads.ListRow]
+    assert rows[0].shown_baseline == private.pk
+    assert reads.list_rows(Run.objects.filter(pk=guest.pk))[0].shown_baseline is None
+
+
 def test_pages_by_ids_keep_order_count_and_every_run(api, fio):
     for _ in range(7):
         store_bundle(make_bundle(fio))
