@@ -217,25 +217,17 @@ def equivalence_percent() -> float:
     )
 
 
-# The comparable results of some runs, each with the per-repeat values of the
-# main metrics in its own main direction, in ``MAIN_METRICS`` order (a JSON
-# array, null where a metric has none): what ``repeat_values`` gives, cut in
-# PostgreSQL to what a comparison shows, so the rest of the statistics JSON
-# never leaves the database.  NULL where ingest stored no values (older
-# results: rebuilt from measurements).  ``stats || '{}'`` decompresses the
-# TOASTed JSON once per row (fenced by OFFSET 0) instead of once per
-# operator; paths into the main direction rather than ``jsonb_each`` over
-# every direction: 4.7 -> 2.5 ms in PostgreSQL for the 480 results of ten
-# runs and their hosts at a million results.
+# The comparable results of some runs, each with ``main_values``: its main
+# direction and the per-repeat values in it of the main metrics, in
+# ``MAIN_METRICS`` order (null where a metric has none), or null where
+# ingest stored no values (older results: rebuilt from measurements).  A
+# trigger writes the column from ``stats`` (migration 0013), so the rest of
+# the statistics JSON is neither read nor decompressed: the 480 results of
+# ten runs and their hosts at a million results took 3.6 ms of PostgreSQL
+# when these paths were read out of ``stats``.
 _RESULTS_SELECT = (
     'SELECT r.id, r.run_id, r.test_id, r.title, r."group", r.tool, '
-    "r.comparability_key, x.s ->> 'main_direction', "
-    "CASE WHEN jsonb_typeof(x.s -> 'values') = 'object' THEN jsonb_build_array("
-    + ", ".join(
-        f"x.s #> ARRAY['values', x.s ->> 'main_direction', '{m}']" for m in MAIN_METRICS
-    )
-    + ") END FROM results_result r "
-    "CROSS JOIN LATERAL (SELECT r.stats || '{}'::jsonb AS s OFFSET 0) x "
+    "r.comparability_key, r.main_values FROM results_result r "
 )
 _RESULTS_ORDER = " ORDER BY r.test_id, r.run_id"
 
@@ -278,7 +270,7 @@ def _comparison_results(runs: list[Run]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(_RESULTS_SELECT + where + ")" + _RESULTS_ORDER, params)
         rows = cursor.fetchall()
-    return [(*row[:8], None if row[8] is None else _json(row[8])) for row in rows]
+    return [(*row[:7], *(_json(row[7]) or (None, None))) for row in rows]
 
 
 def _json(value):

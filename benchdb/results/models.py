@@ -500,6 +500,12 @@ class Result(models.Model):
     extra_repeats = models.PositiveSmallIntegerField(default=0)
     repeat_count = models.PositiveSmallIntegerField(default=0)
     stats = JSONField(default=dict, blank=True)
+    # [main direction, the per-repeat values in it of the compared metrics
+    # (``compare.MAIN_METRICS`` order, null where none) or null when stats
+    # keep no values]: what a comparison reads of a result, written from
+    # ``stats`` by a trigger on every insert and update (migration 0013), so
+    # that a comparison does not decompress each result's whole statistics.
+    main_values = JSONField(null=True, blank=True, editable=False)
     iops_mean = models.FloatField(null=True, blank=True)
     bw_bytes_mean = models.FloatField(null=True, blank=True)
     lat_mean_ns_mean = models.FloatField(null=True, blank=True)

@@ -167,7 +167,8 @@ def stored_rows(run: Run, exact_gzip: bool = True) -> dict:
     )
     results = {}
     for res in Result.objects.filter(run=run).order_by("test_id"):
-        cols = _columns(Result, {"id", "run", *RESULT_JSON})
+        # main_values is stats cut by a trigger (tests/api/test_main_values.py).
+        cols = _columns(Result, {"id", "run", "main_values", *RESULT_JSON})
         results[res.test_id] = {c: _plain_value(getattr(res, c)) for c in cols}
         results[res.test_id]["measurements"] = [
             {
