@@ -230,6 +230,7 @@ LISTED_FACET_COLUMNS = (
     *("hardware", "baseline"),
 )
 _CACHE_IDX_KEY = ("cache_mode", "hardware")
+_CACHE_IDX_INCLUDE = tuple(c for c in LISTED_FACET_COLUMNS if c not in _CACHE_IDX_KEY)
 
 
 class Run(models.Model):
@@ -370,7 +371,7 @@ class Run(models.Model):
             # every listed run's (6.7 -> 1 ms at a million results).
             models.Index(
                 fields=list(_CACHE_IDX_KEY),
-                include=[c for c in LISTED_FACET_COLUMNS if c not in _CACHE_IDX_KEY],
+                include=list(_CACHE_IDX_INCLUDE),
                 condition=Q(visibility=Visibility.PUBLIC, hidden=False),
                 name="results_run_listed_cache_idx",
             ),
@@ -382,7 +383,7 @@ class Run(models.Model):
             # run's entry to find none (15 -> 1.5 ms at a million results).
             models.Index(
                 fields=list(_CACHE_IDX_KEY),
-                include=[c for c in LISTED_FACET_COLUMNS if c not in _CACHE_IDX_KEY],
+                include=list(_CACHE_IDX_INCLUDE),
                 condition=Q(visibility=Visibility.PUBLIC, hidden=False, role=Role.HOST),
                 name="results_run_listed_host_idx",
             ),
