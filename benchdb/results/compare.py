@@ -224,7 +224,7 @@ def equivalence_percent() -> float:
 # trigger writes the column from ``stats`` (migration 0013), so the rest of
 # the statistics JSON is neither read nor decompressed: the 480 results of
 # ten runs and their hosts at a million results took 3.6 ms of PostgreSQL
-# when these paths were read out of ``stats``.
+# when these paths were read out of ``stats``, 0.5 now.
 _RESULTS_SELECT = (
     'SELECT r.id, r.run_id, r.test_id, r.title, r."group", r.tool, '
     "r.comparability_key, r.main_values FROM results_result r "
