@@ -67,17 +67,27 @@ def _grouped_counts(qs: QuerySet, names: Iterable[str]) -> dict[str, dict]:
 
 
 def facet_counts(
-    base: QuerySet, filtered: QuerySet, chosen: dict[str, QuerySet]
+    base: QuerySet,
+    filtered: QuerySet,
+    chosen: dict[str, QuerySet],
+    known: dict[str, dict] | None = None,
 ) -> dict[str, dict]:
     """Counts per facet value: over ``filtered`` for facets the reader has not
     chosen (one query for all of them), and over ``chosen[name]`` (the
     filters without that facet's own) for each facet the reader has chosen,
     so its other values stay visible and can be added to the selection.
+    ``known``: counts of chosen facets the caller has already (value -> runs,
+    hosts under their guests' platforms included), not counted again.
     """
+    known = known or {}
     out = _grouped_counts(filtered, [n for n in FACET_PATHS if n not in chosen])
     for name, qs in chosen.items():
-        out.update(_grouped_counts(qs, [name]))
-    add_hosts_by_guest_platform(chosen.get("platform", filtered), out["platform"])
+        if name in known:
+            out[name] = dict(known[name])
+        else:
+            out.update(_grouped_counts(qs, [name]))
+    if "platform" not in known:
+        add_hosts_by_guest_platform(chosen.get("platform", filtered), out["platform"])
     return out
 
 

@@ -123,3 +123,32 @@ def test_a_facet_filter_is_the_or_of_its_values(client, reference):
             assert {r["id"] for r in answer["results"]} == want
             checked += 1
     assert checked > 20
+
+
+def test_a_lone_chosen_facet_counts_every_listed_run_from_the_stored_answer(
+    client, reference
+):
+    """One facet chosen and nothing else: its counts are those of the page
+    before anything is chosen (stored, with their freshness on the page);
+    with another filter they are counted live, without a freshness note."""
+    stored = {
+        name: dict(map(tuple, pairs))
+        for name, pairs in reads.listed_facet_counts().items()
+    }
+    for query, name in (("platform=proxmox", "platform"), ("cache_mode=none", None)):
+        facets, total, freshness = reads.facets_and_total(QueryDict(query))
+        shown = {f["name"]: {o["value"]: o["n"] for o in f["options"]} for f in facets}
+        name = name or query.split("=")[0]
+        assert shown[name] == {v: n for v, n in stored[name].items() if v is not None}
+        assert freshness is not None and freshness["runs"] >= 1
+        assert total == reads.browse(QueryDict(query)).qs.count()
+        page = client.get(f"/runs/?{query}").content.decode()
+        assert 'id="freshness"' in page
+    facets, total, freshness = reads.facets_and_total(
+        QueryDict("cache_mode=none&role=guest")
+    )
+    assert freshness is None
+    assert (
+        'id="freshness"'
+        not in client.get("/runs/?cache_mode=none&role=guest").content.decode()
+    )
