@@ -475,6 +475,12 @@ def listed_facet_counts() -> dict:
     return {name: [[v, n] for v, n in by.items()] for name, by in counts.items()}
 
 
+def _stored_facet_counts() -> tuple[dict[str, dict], object]:
+    """``listed_facet_counts`` as facet -> {value: runs}, with its freshness."""
+    stored, found = listed_facet_counts.with_freshness()
+    return {name: dict(map(tuple, pairs)) for name, pairs in stored.items()}, found
+
+
 def facets_and_total(
     params,
     user=None,
@@ -503,8 +509,7 @@ def facets_and_total(
         )
     )
     if unfiltered:
-        stored, found = listed_facet_counts.with_freshness()
-        counts = {name: dict(map(tuple, pairs)) for name, pairs in stored.items()}
+        counts, found = _stored_facet_counts()
         total = base.count()
         return _facet_menu(params, counts), total, answer_cache.freshness_of(found)
     if filterset is None:
@@ -521,8 +526,8 @@ def facets_and_total(
     unfiltered = [n for n, qs in chosen.items() if qs.query.where == base.query.where]
     known, freshness = {}, None
     if unfiltered:
-        stored, found = listed_facet_counts.with_freshness()
-        known = {n: dict(map(tuple, stored[n])) for n in unfiltered}
+        stored, found = _stored_facet_counts()
+        known = {n: stored[n] for n in unfiltered}
         freshness = answer_cache.freshness_of(found)
     # One GROUPING SETS query for every facet not chosen, one per chosen facet
     # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
