@@ -265,13 +265,20 @@ def multiply(seed_ids: list[int], copies: int, first_k: int) -> float:
             "iops_mean": "s.iops_mean * m.factor",
             "bw_bytes_mean": "s.bw_bytes_mean * m.factor",
             "lat_mean_ns_mean": "s.lat_mean_ns_mean / m.factor",
+            # A copy's values are its seed's, and so are those of its
+            # baseline (the host copy with the same copy number): the seed's
+            # stored overhead, against the copy's own baseline.
+            "overhead": (
+                "jsonb_set(s.overhead, '{baseline}', to_jsonb(c.baseline_id))"
+            ),
         }
         cur.execute(
             _insert_select(
                 "results_result",
                 _columns(Result),
                 result_over,
-                "FROM bench_rmap m JOIN results_result s ON s.id = m.seed_result_id",
+                "FROM bench_rmap m JOIN results_result s ON s.id = m.seed_result_id "
+                "JOIN results_run c ON c.id = m.run_id",
             )
         )
         scaled_up = {"iops", "bw_bytes", "io_bytes"}

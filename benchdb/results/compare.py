@@ -15,6 +15,7 @@ the repeats can and cannot tell.
 from __future__ import annotations
 
 import functools
+import json
 from collections import defaultdict
 from collections.abc import Callable, Container, Iterable, Sequence
 
@@ -227,7 +228,8 @@ def equivalence_percent() -> float:
 # when these paths were read out of ``stats``, 0.5 now.
 _RESULTS_SELECT = (
     'SELECT r.id, r.run_id, r.test_id, r.title, r."group", r.tool, '
-    "r.comparability_key, r.main_values FROM results_result r "
+    "r.comparability_key, r.main_values ->> 0, r.main_values -> 1, r.overhead "
+    "FROM results_result r "
 )
 _RESULTS_ORDER = " ORDER BY r.test_id, r.run_id"
 
@@ -250,8 +252,10 @@ def _comparison_results(runs: list[Run]) -> list[tuple]:
     """Comparable results of the runs and of their visible host baselines:
     (id, run id, test id, title, group, tool, comparability key, main
     direction, the main metrics' values in that direction in
-    ``MAIN_METRICS`` order or None when none are stored), by test id and
-    run.  One query."""
+    ``MAIN_METRICS`` order as JSON or None when none are stored, the stored
+    overhead as JSON or None), by test id and run.  The JSON is read only
+    where it is used (``_series``, ``_stored_overhead``): a baseline whose
+    overheads are stored is not.  One query."""
     run_ids = [r.pk for r in runs]
     baseline_ids = sorted({r.baseline_id for r in runs if r.baseline_id} - {*run_ids})
     where = "WHERE r.comparable AND r.run_id = ANY(%s::bigint[]"
@@ -269,8 +273,7 @@ def _comparison_results(runs: list[Run]) -> list[tuple]:
         params.extend(listed_params)
     with connection.cursor() as cursor:
         cursor.execute(_RESULTS_SELECT + where + ")" + _RESULTS_ORDER, params)
-        rows = cursor.fetchall()
-    return [(*row[:7], *(_json(row[7]) or (None, None))) for row in rows]
+        return cursor.fetchall()
 
 
 def _json(value):
@@ -281,24 +284,24 @@ def _json(value):
     return read_json(value) if isinstance(value, str) else value
 
 
-def _series(shared: dict[str, dict[int, tuple]], ref_id: int) -> dict[int, list]:
-    """Per result of the shared keys: its main metrics' per-repeat values
-    (``MAIN_METRICS`` order, [] where none) in the main direction of its
-    key's reference result, which every run's figure of that test is read
-    in.  Most results come with them (``_comparison_results``); a result
-    whose own main direction differs takes them from its stored values (one
-    query), one stored without values from its measurements (one query)."""
+def _series(rows: Iterable[tuple[tuple, str | None]]) -> dict[int, list]:
+    """Per result row of ``_comparison_results``, given with the direction
+    its figures are read in (the main direction of its key's reference
+    result, which every run's figure of that test is read in): its main
+    metrics' per-repeat values (``MAIN_METRICS`` order, [] where none).
+    Most results come with them; a result whose own main direction differs
+    takes them from its stored values (one query), one stored without
+    values from its measurements (one query)."""
     out: dict[int, list] = {}
     other, unstored = [], []
-    for per_run in shared.values():
-        direction = per_run[ref_id][7]
-        for row in per_run.values():
-            if row[8] is None:
-                unstored.append((row[0], direction))
-            elif row[7] == direction:
-                out[row[0]] = [v if v is not None else [] for v in row[8]]
-            else:
-                other.append((row[0], direction))
+    for row, direction in rows:
+        values = _json(row[8])
+        if values is None:
+            unstored.append((row[0], direction))
+        elif row[7] == direction:
+            out[row[0]] = [v if v is not None else [] for v in values]
+        else:
+            other.append((row[0], direction))
     if other:
         stored = _main_metric_values([pk for pk, _d in other])
         for pk, direction in other:
@@ -374,11 +377,19 @@ def build_comparison(
     for row in _comparison_results(runs):
         by_key[row[6]][row[1]] = row
     shared = {k: v for k, v in by_key.items() if all(rid in v for rid in run_ids)}
-    series = _series(shared, ref_id)
+    series = _series(
+        (per_run[rid], per_run[ref_id][7])
+        for per_run in shared.values()
+        for rid in run_ids
+    )
     margin = equivalence_percent()
     # One Sample per result and figure; a host may serve several guests.
     samples: dict[tuple, stats.Sample] = {}
     Sample = stats.Sample
+    # A guest result's stored overheads, read once (None: not stored for its
+    # baseline and this direction); the pairs to compute for the others.
+    stored: dict[int, dict | None] = {}
+    unknown = []
     # First what to compute, in display order; then every figure at once.
     tests, summarised, families, pairs = [], [], [], []
     for key, per_run in sorted(shared.items(), key=_sort_key):
@@ -412,13 +423,21 @@ def build_comparison(
                     _fill_range(entry, sample)
                     continue
                 summarised.append((entry, sample))
-                if host is not None:
-                    host_sample = samples.get((host[0], metric))
-                    if host_sample is None:
-                        host_sample = samples[host[0], metric] = Sample(
-                            series[host[0]][i]
-                        )
-                    pairs.append((entry, hib, host_sample, sample))
+                if host is None:
+                    continue
+                known = stored.get(row[0], _UNREAD)
+                if known is _UNREAD:
+                    known = stored[row[0]] = _stored_overhead(
+                        row[9], host[1], direction
+                    )
+                if known is None:
+                    unknown.append((entry, hib, sample, host, direction, i, metric))
+                elif metric in known:
+                    entry["overhead"] = dict(
+                        zip(OVERHEAD_FIELDS, known[metric], strict=True)
+                    )
+                else:  # neither side measured it
+                    pairs.append((entry, hib, _NO_VALUES, sample))
             if not percentile:
                 ref_sample = own[run_ids.index(ref_id)]
                 rest = [s for rid, s in zip(run_ids, own, strict=True) if rid != ref_id]
@@ -480,6 +499,13 @@ def build_comparison(
             entry["verdict_text"] = v["text"]
             entry["repeats_needed"] = v["repeats_needed"]
             entry["better"] = better_of.get(v["verdict"]) if hib is not None else None
+    if unknown:
+        hosts = _series({u[3][0]: (u[3], u[4]) for u in unknown}.values())
+        for entry, hib, sample, host, _direction, i, metric in unknown:
+            host_sample = samples.get((host[0], metric))
+            if host_sample is None:
+                host_sample = samples[host[0], metric] = Sample(hosts[host[0]][i])
+            pairs.append((entry, hib, host_sample, sample))
     overheads = stats.ratios([(host, own) for _e, _h, host, own in pairs])
     for (entry, hib, _host, _own), r in zip(pairs, overheads, strict=True):
         entry["overhead"] = stats.overhead_of(r, hib)
@@ -635,6 +661,106 @@ def pair_overheads(pairs: Sequence[tuple]) -> list[dict]:
     ]
 
 
+# Stored overheads -------------------------------------------------------------
+# A guest result's overhead against its baseline's result of the same
+# comparability key depends on nothing but the two results' values, which
+# never change once stored.  Ingest computes it when it links the pair
+# (``ingest.link_pair`` -> ``store_overheads``) and keeps it in
+# ``Result.overhead``: {"baseline": the baseline run's id, "direction": the
+# guest's main direction, "metrics": {metric: ``stats.overhead_of``'s answer
+# as a list in ``OVERHEAD_FIELDS`` order}}, for each main metric but the
+# percentiles that either side measured.  It answers only while the run's
+# baseline is that run and for that direction; otherwise (a baseline changed
+# by hand, results stored before migration 0014 and not yet backfilled by
+# ``manage.py store_overheads``) the overhead is computed as before, from the
+# same values with the same functions, so both give the same answer
+# (tests/api/test_stored_overheads.py).  Ten guest runs of the bench at a
+# million results, each with its baseline: ``build_comparison`` took 20.5
+# ms computing their 700 overheads and takes 16.5 reading them.
+OVERHEAD_FIELDS = (
+    *("ratio", "low", "high", "p", "n_guest", "n_host", "percent", "slower"),
+    "text",
+)
+OVERHEAD_METRICS = tuple(m for m in MAIN_METRICS if m not in PERCENTILE_METRICS)
+_UNREAD = object()
+_NO_VALUES = stats.Sample(())
+
+
+def _stored_overhead(raw, baseline_id: int, direction: str | None) -> dict | None:
+    """A result's stored overheads (``Result.overhead``, as JSON or parsed)
+    by metric, if they were computed against ``baseline_id`` in
+    ``direction`` (and hold ``OVERHEAD_FIELDS``); None otherwise."""
+    found = _json(raw)
+    if (
+        not found
+        or found.get("baseline") != baseline_id
+        or found.get("direction") != direction
+        or direction is None
+    ):
+        return None
+    metrics = found.get("metrics") or {}
+    if all(len(v) == len(OVERHEAD_FIELDS) for v in metrics.values()):
+        return metrics
+    return None
+
+
+def _finite(values: list) -> bool:
+    return all(not (type(v) is float and v - v) for v in values)
+
+
+def store_overheads(run_ids: Iterable[int]) -> int:
+    """Compute and store (``Result.overhead``) the overhead of each result of
+    these runs against its run's baseline's result of the same
+    comparability key, in the guest's main direction; the others' (no
+    baseline, no such result, a non-finite figure) are cleared.  What
+    ``pair_overheads`` gives, which is what a comparison and the run page
+    compute when none is stored.  Returns how many results got one.
+    Four queries (five with results stored without values)."""
+    guests = list(
+        Result.objects.filter(run_id__in=list(run_ids), run__role="guest")
+        .order_by("pk")
+        .values_list(
+            "pk", "comparability_key", "run__baseline_id", "stats__main_direction"
+        )
+    )
+    baselines = {b for _pk, _key, b, _d in guests if b is not None}
+    host_of = {
+        (run_id, key): pk
+        for pk, run_id, key in Result.objects.filter(run_id__in=baselines).values_list(
+            "pk", "run_id", "comparability_key"
+        )
+    }
+    paired = []
+    for pk, key, baseline, direction in guests:
+        host = host_of.get((baseline, key))
+        if host is not None and isinstance(direction, str):
+            paired.append((pk, host, baseline, direction))
+    found = iter(
+        pair_overheads(
+            [(g, h, d, m) for g, h, _b, d in paired for m in OVERHEAD_METRICS]
+        )
+    )
+    overhead = dict.fromkeys((pk for pk, *_rest in guests), None)
+    for pk, _host, baseline, direction in paired:
+        metrics = {}
+        for metric in OVERHEAD_METRICS:
+            answer = next(found)
+            if answer["n_guest"] or answer["n_host"]:
+                metrics[metric] = [answer[k] for k in OVERHEAD_FIELDS]
+        if all(_finite(v) for v in metrics.values()):
+            overhead[pk] = json.dumps(
+                {"baseline": baseline, "direction": direction, "metrics": metrics}
+            )
+    if overhead:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE results_result r SET overhead = v.o::jsonb FROM "
+                "unnest(%s::bigint[], %s::text[]) AS v(id, o) WHERE r.id = v.id",
+                [list(overhead), list(overhead.values())],
+            )
+    return sum(1 for v in overhead.values() if v is not None)
+
+
 def result_overheads(results: Sequence[Result], baselines: dict) -> dict:
     """Guest/host overhead with its interval, for every paired test.
 
@@ -659,6 +785,15 @@ def result_overheads(results: Sequence[Result], baselines: dict) -> dict:
     todo = []  # (guest result id, metric, guest sample, host sample)
     for guest, host in pairs:
         direction = (guest.stats or {}).get("main_direction")
+        known = _stored_overhead(guest.overhead, host.run_id, direction)
+        if known is not None:
+            # Those both sides measured, as below.
+            out[guest.pk] = {
+                m: dict(zip(OVERHEAD_FIELDS, known[m], strict=True))
+                for m in OVERHEAD_METRICS
+                if m in known and known[m][4] and known[m][5]
+            }
+            continue
         out[guest.pk] = {}
         for metric in MAIN_METRICS:
             if metric in PERCENTILE_METRICS:

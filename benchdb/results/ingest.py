@@ -26,7 +26,7 @@ from pathlib import Path
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from benchdb.results import stats
+from benchdb.results import compare, stats
 from benchdb.results.compare import aggregate_repeat
 from benchdb.results.models import (
     METRIC_FIELDS,
@@ -452,10 +452,18 @@ def link_pair(run: Run) -> None:
         if host:
             run.baseline = host
             run.save(update_fields=["baseline", "updated"])
+            compare.store_overheads([run.pk])
     else:
-        same_owner.filter(role=Role.GUEST, baseline__isnull=True).update(
-            baseline=run, updated=timezone.now()
+        guests = list(
+            same_owner.filter(role=Role.GUEST, baseline__isnull=True).values_list(
+                "pk", flat=True
+            )
         )
+        if guests:
+            Run.objects.filter(pk__in=guests).update(
+                baseline=run, updated=timezone.now()
+            )
+            compare.store_overheads(guests)
 
 
 def _test_meta(test: dict) -> dict:

@@ -507,6 +507,11 @@ class Result(models.Model):
     # ``stats`` by a trigger on every insert and update (migration 0013), so
     # that a comparison does not decompress each result's whole statistics.
     main_values = JSONField(null=True, blank=True, editable=False)
+    # A guest result's overhead against its baseline's result of the same
+    # comparability key, computed when ingest links the pair and read by
+    # comparisons and the run page while the baseline is still that run
+    # (``compare.store_overheads``; null: computed on each request).
+    overhead = JSONField(null=True, blank=True, editable=False)
     iops_mean = models.FloatField(null=True, blank=True)
     bw_bytes_mean = models.FloatField(null=True, blank=True)
     lat_mean_ns_mean = models.FloatField(null=True, blank=True)

@@ -167,8 +167,9 @@ def stored_rows(run: Run, exact_gzip: bool = True) -> dict:
     )
     results = {}
     for res in Result.objects.filter(run=run).order_by("test_id"):
-        # main_values is stats cut by a trigger (tests/api/test_main_values.py).
-        cols = _columns(Result, {"id", "run", "main_values", *RESULT_JSON})
+        # main_values is stats cut by a trigger (tests/api/test_main_values.py),
+        # overhead names the baseline's id (tests/api/test_stored_overheads.py).
+        cols = _columns(Result, {"id", "run", "main_values", "overhead", *RESULT_JSON})
         results[res.test_id] = {c: _plain_value(getattr(res, c)) for c in cols}
         results[res.test_id]["measurements"] = [
             {
