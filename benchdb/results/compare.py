@@ -682,6 +682,8 @@ OVERHEAD_FIELDS = (
     "text",
 )
 OVERHEAD_METRICS = tuple(m for m in MAIN_METRICS if m not in PERCENTILE_METRICS)
+# Their place in ``main_values``' lists.
+_OVERHEAD_INDEX = tuple((i, m) for i, m in _METRICS if m in OVERHEAD_METRICS)
 _UNREAD = object()
 _NO_VALUES = stats.Sample(())
 
@@ -714,37 +716,53 @@ def store_overheads(run_ids: Iterable[int]) -> int:
     comparability key, in the guest's main direction; the others' (no
     baseline, no such result, a non-finite figure) are cleared.  What
     ``pair_overheads`` gives, which is what a comparison and the run page
-    compute when none is stored.  Returns how many results got one.
-    Four queries (five with results stored without values)."""
+    compute when none is stored: from both results' ``main_values`` when the
+    host's main direction is the guest's (as nearly always), else through
+    ``pair_overheads`` itself.  Returns how many results got one.  Three
+    queries (more for a host read in another direction)."""
     guests = list(
         Result.objects.filter(run_id__in=list(run_ids), run__role="guest")
         .order_by("pk")
-        .values_list(
-            "pk", "comparability_key", "run__baseline_id", "stats__main_direction"
-        )
+        .values_list("pk", "comparability_key", "run__baseline_id", "main_values")
     )
-    baselines = {b for _pk, _key, b, _d in guests if b is not None}
+    baselines = {b for _pk, _key, b, _mv in guests if b is not None}
     host_of = {
-        (run_id, key): pk
-        for pk, run_id, key in Result.objects.filter(run_id__in=baselines).values_list(
-            "pk", "run_id", "comparability_key"
+        (run_id, key): (pk, main_values)
+        for pk, run_id, key, main_values in Result.objects.filter(
+            run_id__in=baselines
+        ).values_list("pk", "run_id", "comparability_key", "main_values")
+    }
+    paired, direct, other = [], [], []
+    for pk, key, baseline, main_values in guests:
+        host, host_values = host_of.get((baseline, key), (None, None))
+        direction = main_values[0] if main_values else None
+        if host is None or not isinstance(direction, str):
+            continue
+        paired.append((pk, baseline, direction))
+        guest_lists = main_values[1]
+        host_lists = host_values[1] if host_values else None
+        if guest_lists is None or host_lists is None or host_values[0] != direction:
+            other.extend((pk, host, direction, m) for m in OVERHEAD_METRICS)
+            continue
+        for i, metric in _OVERHEAD_INDEX:
+            guest_sample = stats.Sample(guest_lists[i])
+            direct.append((pk, metric, stats.Sample(host_lists[i]), guest_sample))
+    found = {
+        (pk, metric): stats.overhead_of(r, MAIN_METRICS[metric]["higher_is_better"])
+        for (pk, metric, _h, _g), r in zip(
+            direct, stats.ratios([(h, g) for _pk, _m, h, g in direct]), strict=True
         )
     }
-    paired = []
-    for pk, key, baseline, direction in guests:
-        host = host_of.get((baseline, key))
-        if host is not None and isinstance(direction, str):
-            paired.append((pk, host, baseline, direction))
-    found = iter(
-        pair_overheads(
-            [(g, h, d, m) for g, h, _b, d in paired for m in OVERHEAD_METRICS]
-        )
-    )
+    if other:
+        for (pk, _h, _d, metric), answer in zip(
+            other, pair_overheads(other), strict=True
+        ):
+            found[pk, metric] = answer
     overhead = dict.fromkeys((pk for pk, *_rest in guests), None)
-    for pk, _host, baseline, direction in paired:
+    for pk, baseline, direction in paired:
         metrics = {}
         for metric in OVERHEAD_METRICS:
-            answer = next(found)
+            answer = found[pk, metric]
             if answer["n_guest"] or answer["n_host"]:
                 metrics[metric] = [answer[k] for k in OVERHEAD_FIELDS]
         if all(_finite(v) for v in metrics.values()):

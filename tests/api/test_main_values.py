@@ -82,6 +82,34 @@ def test_updates_and_results_without_values_are_cut_again():
     assert res.main_values == [None, None]
 
 
+def test_an_update_of_other_columns_leaves_them_alone():
+    """Only an update naming ``stats`` or ``main_values`` cuts them again
+    (migration 0015): seen on a row whose column was left stale on purpose."""
+    iops = [10.0, 12.0, 11.0]
+    doc = {"main_direction": "read", "values": {"read": {"iops": iops}}}
+    res = _result(doc)
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no pending events
+        cursor.execute(
+            "ALTER TABLE results_result DISABLE TRIGGER results_result_main_values"
+        )
+        cursor.execute(
+            "UPDATE results_result SET main_values = '[\"stale\", null]'::jsonb "
+            "WHERE id = %s",
+            [res.pk],
+        )
+        cursor.execute(
+            "ALTER TABLE results_result "
+            "ENABLE ALWAYS TRIGGER results_result_main_values"
+        )
+    Result.objects.filter(pk=res.pk).update(overhead={"baseline": 1}, iops_mean=11)
+    res.refresh_from_db()
+    assert res.main_values == ["stale", None]
+    res.save()  # every column, stats among them
+    res.refresh_from_db()
+    assert res.main_values == ["read", [iops, None, None, None]]
+
+
 def test_a_bulk_load_with_triggers_off_still_writes_them(fio):
     """``session_replication_role = replica`` (a restore, bench/data.py)
     turns ordinary triggers off; this one is ENABLE ALWAYS."""

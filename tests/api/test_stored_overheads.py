@@ -87,6 +87,23 @@ def test_ingest_stores_each_overhead_when_it_links_the_pair(fio, host_first):
     assert set(_stored(host).values()) == {None}
 
 
+def test_a_host_read_another_way_gives_the_same_overheads(fio):
+    """A host result stored without values (from its measurements) or whose
+    main direction is not its guest's (from its values in the guest's) goes
+    through ``pair_overheads``: the same answer as from ``main_values``."""
+    guest, host = _pair(fio, "other-way", host_first=True)
+    before = _stored(guest)
+    for res in host.results.all():
+        doc = dict(res.stats)
+        if res.test_id == TESTS[0]:
+            doc.pop("values")
+        else:
+            doc["main_direction"] = "trim"
+        Result.objects.filter(pk=res.pk).update(stats=doc)
+    assert compare.store_overheads([guest.pk]) == len(TESTS)
+    assert _stored(guest) == before
+
+
 def test_a_comparison_reads_them_and_answers_as_if_computed(fio, api):
     g1, h1 = _pair(fio, "cmp-1", host_first=False)
     g2, h2 = _pair(fio, "cmp-2", host_first=True, guest_speed="fast")
