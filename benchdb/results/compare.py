@@ -664,8 +664,9 @@ def pair_overheads(pairs: Sequence[tuple]) -> list[dict]:
 # Stored overheads -------------------------------------------------------------
 # A guest result's overhead against its baseline's result of the same
 # comparability key depends on nothing but the two results' values, which
-# never change once stored.  Ingest computes it when it links the pair
-# (``ingest.link_pair`` -> ``store_overheads``) and keeps it in
+# never change once stored.  Ingest computes it when it links the pair (a
+# guest after its host: ``attach_overheads``, before its results are
+# inserted; otherwise ``store_overheads``, ``ingest.link_pair``) and keeps it in
 # ``Result.overhead``: {"baseline": the baseline run's id, "direction": the
 # guest's main direction, "metrics": {metric: ``stats.overhead_of``'s answer
 # as a list in ``OVERHEAD_FIELDS`` order}}, for each main metric but the
@@ -710,6 +711,51 @@ def _finite(values: list) -> bool:
     return all(not (type(v) is float and v - v) for v in values)
 
 
+def _overheads(
+    paired: Sequence[tuple], other: dict | None = None
+) -> dict[object, dict | None]:
+    """What ``Result.overhead`` holds for each guest result of ``paired``:
+    (its key, baseline run id, main direction, its main metrics' values in
+    that direction, its host result's: ``main_values``' lists, or None for a
+    side whose values are to be read by ``pair_overheads``); ``other`` maps
+    the keys of those, their guest result ids, to their host result ids.
+    None for one with a non-finite figure."""
+    other = other or {}
+    direct, todo = [], []
+    for key, _b, direction, guest_lists, host_lists in paired:
+        if guest_lists is None or host_lists is None:
+            todo.extend((key, other[key], direction, m) for m in OVERHEAD_METRICS)
+            continue
+        for i, metric in _OVERHEAD_INDEX:
+            guest_sample = stats.Sample(guest_lists[i])
+            direct.append((key, metric, stats.Sample(host_lists[i]), guest_sample))
+    found = {
+        (key, metric): stats.overhead_of(r, MAIN_METRICS[metric]["higher_is_better"])
+        for (key, metric, _h, _g), r in zip(
+            direct, stats.ratios([(h, g) for _k, _m, h, g in direct]), strict=True
+        )
+    }
+    if todo:
+        for (key, _h, _d, metric), answer in zip(
+            todo, pair_overheads(todo), strict=True
+        ):
+            found[key, metric] = answer
+    out: dict[object, dict | None] = {}
+    for key, baseline, direction, _g, _h in paired:
+        metrics = {}
+        for metric in OVERHEAD_METRICS:
+            answer = found[key, metric]
+            if answer["n_guest"] or answer["n_host"]:
+                metrics[metric] = [answer[k] for k in OVERHEAD_FIELDS]
+        finite = all(_finite(v) for v in metrics.values())
+        out[key] = (
+            {"baseline": baseline, "direction": direction, "metrics": metrics}
+            if finite
+            else None
+        )
+    return out
+
+
 def store_overheads(run_ids: Iterable[int]) -> int:
     """Compute and store (``Result.overhead``) the overhead of each result of
     these runs against its run's baseline's result of the same
@@ -732,51 +778,73 @@ def store_overheads(run_ids: Iterable[int]) -> int:
             run_id__in=baselines
         ).values_list("pk", "run_id", "comparability_key", "main_values")
     }
-    paired, direct, other = [], [], []
+    paired, other = [], {}
     for pk, key, baseline, main_values in guests:
         host, host_values = host_of.get((baseline, key), (None, None))
         direction = main_values[0] if main_values else None
         if host is None or not isinstance(direction, str):
             continue
-        paired.append((pk, baseline, direction))
         guest_lists = main_values[1]
         host_lists = host_values[1] if host_values else None
         if guest_lists is None or host_lists is None or host_values[0] != direction:
-            other.extend((pk, host, direction, m) for m in OVERHEAD_METRICS)
-            continue
-        for i, metric in _OVERHEAD_INDEX:
-            guest_sample = stats.Sample(guest_lists[i])
-            direct.append((pk, metric, stats.Sample(host_lists[i]), guest_sample))
-    found = {
-        (pk, metric): stats.overhead_of(r, MAIN_METRICS[metric]["higher_is_better"])
-        for (pk, metric, _h, _g), r in zip(
-            direct, stats.ratios([(h, g) for _pk, _m, h, g in direct]), strict=True
-        )
-    }
-    if other:
-        for (pk, _h, _d, metric), answer in zip(
-            other, pair_overheads(other), strict=True
-        ):
-            found[pk, metric] = answer
+            guest_lists = host_lists = None
+            other[pk] = host
+        paired.append((pk, baseline, direction, guest_lists, host_lists))
     overhead = dict.fromkeys((pk for pk, *_rest in guests), None)
-    for pk, baseline, direction in paired:
-        metrics = {}
-        for metric in OVERHEAD_METRICS:
-            answer = found[pk, metric]
-            if answer["n_guest"] or answer["n_host"]:
-                metrics[metric] = [answer[k] for k in OVERHEAD_FIELDS]
-        if all(_finite(v) for v in metrics.values()):
-            overhead[pk] = json.dumps(
-                {"baseline": baseline, "direction": direction, "metrics": metrics}
-            )
+    overhead.update(_overheads(paired, other))
     if overhead:
+        # One JSON document of them all ({result id: overhead or null}): an
+        # array of texts is escaped by psycopg with a regular expression,
+        # which took a third of this function.
         with connection.cursor() as cursor:
             cursor.execute(
-                "UPDATE results_result r SET overhead = v.o::jsonb FROM "
-                "unnest(%s::bigint[], %s::text[]) AS v(id, o) WHERE r.id = v.id",
-                [list(overhead), list(overhead.values())],
+                "UPDATE results_result r SET overhead = NULLIF(v.o, 'null') "
+                "FROM jsonb_each(%s::jsonb) AS v(id, o) WHERE r.id = v.id::bigint",
+                [json.dumps(overhead, allow_nan=False)],
             )
     return sum(1 for v in overhead.values() if v is not None)
+
+
+def attach_overheads(results: Sequence[Result], baseline_id: int) -> bool:
+    """Set the ``overhead`` of a guest's new results, before they are
+    inserted, against its baseline's results (``store_overheads``' answer,
+    with one query and no update): their values are in their statistics,
+    the host's in its ``main_values``.  False, and nothing set, when a host
+    result must be read another way (stored without values, or its main
+    direction is not the guest's): then ``store_overheads`` after the
+    insert."""
+    hosts = dict(
+        Result.objects.filter(run_id=baseline_id).values_list(
+            "comparability_key", "main_values"
+        )
+    )
+    paired = []
+    for index, res in enumerate(results):
+        if res.comparability_key not in hosts:
+            continue
+        doc = res.stats if isinstance(res.stats, dict) else {}
+        direction = doc.get("main_direction")
+        if not isinstance(direction, str):
+            continue
+        host_values = hosts[res.comparability_key]
+        values = doc.get("values")
+        if (
+            not isinstance(values, dict)
+            or not host_values
+            or host_values[0] != direction
+            or host_values[1] is None
+        ):
+            return False
+        # What the trigger cuts from the statistics (migration 0013).
+        in_direction = values.get(direction)
+        guest_lists = [
+            in_direction.get(m) if isinstance(in_direction, dict) else None
+            for m in MAIN_METRICS
+        ]
+        paired.append((index, baseline_id, direction, guest_lists, host_values[1]))
+    for index, value in _overheads(paired).items():
+        results[index].overhead = value
+    return True
 
 
 def result_overheads(results: Sequence[Result], baselines: dict) -> dict:

@@ -429,15 +429,31 @@ def plausibility(run: Run, results: list[Result]) -> list[str]:
     return reasons
 
 
-def link_pair(run: Run) -> None:
-    """Link a guest run and its host baseline, whichever arrived first.
+def first_host(run: Run) -> Run | None:
+    """A guest run's host baseline: the first host run of its pair id and
+    owner (the same account, or both anonymous, so that nobody can attach
+    a baseline to someone else's run by reusing their pair id); None for a
+    host or a run without pair id."""
+    if not run.pair_id or run.role != Role.GUEST:
+        return None
+    return (
+        Run.objects.filter(pair_id=run.pair_id, owner_id=run.owner_id, role=Role.HOST)
+        .order_by("created", "id")
+        .first()
+    )
 
-    Two workers storing the two halves of a pair at the same moment would
-    each miss the other's uncommitted run; a transaction-scoped advisory lock
-    on the pair id makes the second wait for the first to commit, and then
-    see it.  Only runs of the same owner (the same account, or both
-    anonymous) pair up, so nobody can attach a baseline to someone else's run
-    by reusing their pair id.
+
+def link_pair(run: Run, attached_to: int | None = None) -> None:
+    """Link a guest run and its host baseline, whichever arrived first, with
+    the guest results' overheads against it (``compare.store_overheads``).
+
+    ``attached_to``: the host run the guest's results' overheads were
+    computed against before they were inserted (``compare.attach_overheads``),
+    kept if it is still the first host.  Two workers storing the two halves
+    of a pair at the same moment would each miss the other's uncommitted
+    run; a transaction-scoped advisory lock on the pair id, taken here at
+    the end of the transaction, makes the second wait for the first to
+    commit, and then see it.
     """
     if not run.pair_id:
         return
@@ -446,24 +462,25 @@ def link_pair(run: Run) -> None:
             "SELECT pg_advisory_xact_lock(hashtext(%s))",
             [f"benchdb-pair:{run.pair_id}"],
         )
-    same_owner = Run.objects.filter(pair_id=run.pair_id, owner_id=run.owner_id)
     if run.role == Role.GUEST:
-        host = same_owner.filter(role=Role.HOST).order_by("created", "id").first()
+        host = first_host(run)
         if host:
             run.baseline = host
             run.save(update_fields=["baseline", "updated"])
+        if (host.pk if host else None) != attached_to:
             compare.store_overheads([run.pk])
-    else:
-        guests = list(
-            same_owner.filter(role=Role.GUEST, baseline__isnull=True).values_list(
-                "pk", flat=True
-            )
-        )
-        if guests:
-            Run.objects.filter(pk__in=guests).update(
-                baseline=run, updated=timezone.now()
-            )
-            compare.store_overheads(guests)
+        return
+    guests = list(
+        Run.objects.filter(
+            pair_id=run.pair_id,
+            owner_id=run.owner_id,
+            role=Role.GUEST,
+            baseline__isnull=True,
+        ).values_list("pk", flat=True)
+    )
+    if guests:
+        Run.objects.filter(pk__in=guests).update(baseline=run, updated=timezone.now())
+        compare.store_overheads(guests)
 
 
 def _test_meta(test: dict) -> dict:
@@ -641,6 +658,15 @@ def store_bundle(
                 lat_mean_ns_mean=(main.get("lat_mean_ns") or {}).get("mean"),
             )
         )
+    # A guest whose host came first (the agent's ``vm`` command sends the
+    # host first): its results are stored with their overheads, which
+    # link_pair keeps if that host is still the first under its lock.
+    host = first_host(run)
+    attached = (
+        host.pk
+        if host is not None and compare.attach_overheads(results, host.pk)
+        else None
+    )
     _copy_results(results)
     measurements, raw_outputs = [], []
     for result, repeats in zip(results, repeats_of, strict=True):
@@ -681,5 +707,5 @@ def store_bundle(
         run.suspect = True
         run.suspect_reasons = reasons
         run.save(update_fields=["suspect", "suspect_reasons", "updated"])
-    link_pair(run)
+    link_pair(run, attached)
     return run

@@ -52,13 +52,12 @@ def _mark(run: Run) -> None:
         Result.objects.filter(pk=res.pk).update(overhead=res.overhead)
 
 
-@pytest.mark.parametrize("host_first", [False, True])
-def test_ingest_stores_each_overhead_when_it_links_the_pair(fio, host_first):
-    guest, host = _pair(fio, f"stored-{host_first}", host_first=host_first)
-    assert guest.baseline_id == host.pk
-    stored = _stored(guest)
-    assert set(stored) == set(TESTS)
+def _check_stored(guest: Run, host: Run) -> None:
+    """Each guest result's stored overhead is against its baseline, in its
+    main direction, and is what pair_overheads computes from the two
+    results' values, for each metric either side measured."""
     hosts = {r.comparability_key: r.pk for r in host.results.all()}
+    assert set(_stored(guest)) == set(TESTS)
     for res in guest.results.all():
         found = res.overhead
         assert found["baseline"] == host.pk
@@ -85,6 +84,30 @@ def test_ingest_stores_each_overhead_when_it_links_the_pair(fio, host_first):
         if res.tool == "fio":
             assert found["metrics"]["iops"][0] < 1.0
     assert set(_stored(host).values()) == {None}
+
+
+@pytest.mark.parametrize("host_first", [False, True])
+def test_ingest_stores_each_overhead_when_it_links_the_pair(fio, host_first):
+    """A host after its guests: computed from both stored results; a guest
+    after its host (the agent's order): before its results are inserted."""
+    guest, host = _pair(fio, f"stored-{host_first}", host_first=host_first)
+    assert guest.baseline_id == host.pk
+    _check_stored(guest, host)
+
+
+def test_a_guest_after_a_host_stored_without_values_gets_them_too(fio):
+    """The host's values are then read from its measurements, after the
+    guest's results are inserted (``store_overheads``)."""
+    host = store_bundle(make_bundle(fio, tests=TESTS, role="host", pair_id="old"))
+    for res in host.results.all():
+        doc = dict(res.stats)
+        doc.pop("values")
+        Result.objects.filter(pk=res.pk).update(stats=doc)
+    guest = store_bundle(
+        make_bundle(fio, tests=TESTS, speed="slow", pair_id="old"), owner=None
+    )
+    assert guest.baseline_id == host.pk
+    _check_stored(guest, host)
 
 
 def test_a_host_read_another_way_gives_the_same_overheads(fio):
