@@ -682,6 +682,7 @@ OVERHEAD_FIELDS = (
     *("ratio", "low", "high", "p", "n_guest", "n_host", "percent", "slower"),
     "text",
 )
+_N_GUEST, _N_HOST = OVERHEAD_FIELDS.index("n_guest"), OVERHEAD_FIELDS.index("n_host")
 OVERHEAD_METRICS = tuple(m for m in MAIN_METRICS if m not in PERCENTILE_METRICS)
 # Their place in ``main_values``' lists.
 _OVERHEAD_INDEX = tuple((i, m) for i, m in _METRICS if m in OVERHEAD_METRICS)
@@ -877,7 +878,7 @@ def result_overheads(results: Sequence[Result], baselines: dict) -> dict:
             out[guest.pk] = {
                 m: dict(zip(OVERHEAD_FIELDS, known[m], strict=True))
                 for m in OVERHEAD_METRICS
-                if m in known and known[m][4] and known[m][5]
+                if m in known and known[m][_N_GUEST] and known[m][_N_HOST]
             }
             continue
         out[guest.pk] = {}
