@@ -114,8 +114,13 @@ class FastJSONRenderer(JSONRenderer):
             out = orjson.dumps(data, default=self._default, option=_ORJSON_OPTIONS)
         except (NotOrjson, orjson.JSONEncodeError):
             return super().render(data, accepted_media_type, renderer_context)
-        # DRF escapes these two, so the JSON is also valid JavaScript.
-        if b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out:
+        # DRF escapes these two, so the JSON is also valid JavaScript.  Their
+        # last bytes looked for first, one byte each (memchr): the three-byte
+        # search stepped through every "…" (e2 80 a6), 0.7 ms of a 10-run
+        # comparison's 640 KB, where these take 0.02.
+        if (b"\xa8" in out or b"\xa9" in out) and (
+            b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out
+        ):
             out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(
                 b"\xe2\x80\xa9", b"\\u2029"
             )
