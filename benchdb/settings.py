@@ -177,6 +177,10 @@ ALLOW_ANONYMOUS_SUBMISSIONS = envbool("ALLOW_ANONYMOUS_SUBMISSIONS", "true")
 # Comparisons call two figures "equivalent" when the whole 95% interval of
 # their ratio lies within ±this many percent (benchdb/results/stats.py).
 BENCHDB_EQUIVALENCE_PERCENT = envint("BENCHDB_EQUIVALENCE_PERCENT", 5)
+# Comparisons each web process keeps computed, counted in run figures (a
+# 10-run comparison of the standard profile has 831, 1.7 MiB in memory;
+# 0 keeps none): benchdb/results/memo.py.
+BENCHDB_COMPARISON_MEMO = envint("BENCHDB_COMPARISON_MEMO", 10000)
 
 # The API's submission throttles count in the cache: with several web
 # processes they must share one (CACHE_URL=redis://...); without it each

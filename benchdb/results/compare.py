@@ -33,7 +33,7 @@ from django.db.models import (
 )
 from django.db.models.aggregates import Aggregate
 
-from benchdb.results import answer_cache, stats
+from benchdb.results import answer_cache, memo, stats
 from benchdb.results.models import (
     METRIC_FIELDS,
     Measurement,
@@ -194,7 +194,7 @@ def _measured_values(result_ids: Sequence[int]) -> dict[int, dict[str, dict]]:
 # columns, JSON ones included, cost 0.75 ms of a 10-run API compare.
 COMPARED_RUN_FIELDS = (
     *("id", "title", "role", "platform", "cache_mode", "storage_backend"),
-    *("disk_bus", "image_format", "suite_version", "baseline"),
+    *("disk_bus", "image_format", "suite_version", "baseline", "created"),
 )
 
 
@@ -248,14 +248,9 @@ _DIRECTIONS_SQL = (
 )
 
 
-def _comparison_results(runs: list[Run]) -> list[tuple]:
-    """Comparable results of the runs and of their visible host baselines:
-    (id, run id, test id, title, group, tool, comparability key, main
-    direction, the main metrics' values in that direction in
-    ``MAIN_METRICS`` order as JSON or None when none are stored, the stored
-    overhead as JSON or None), by test id and run.  The JSON is read only
-    where it is used (``_series``, ``_stored_overhead``): a baseline whose
-    overheads are stored is not.  One query."""
+def _results_where(runs: list[Run]) -> tuple[str, list]:
+    """The WHERE clause of a comparison's results (``_comparison_results``)
+    and its parameters."""
     run_ids = [r.pk for r in runs]
     baseline_ids = sorted({r.baseline_id for r in runs if r.baseline_id} - {*run_ids})
     where = "WHERE r.comparable AND r.run_id = ANY(%s::bigint[]"
@@ -271,9 +266,30 @@ def _comparison_results(runs: list[Run]) -> list[tuple]:
         sql, listed_params = listed.order_by().values("pk").query.sql_with_params()
         where += f" || ARRAY({sql})"
         params.extend(listed_params)
+    return where + ")", params
+
+
+def _comparison_results(where: str, params: list) -> list[tuple]:
+    """Comparable results of the runs and of their visible host baselines
+    (``_results_where``): (id, run id, test id, title, group, tool,
+    comparability key, main direction, the main metrics' values in that
+    direction in ``MAIN_METRICS`` order as JSON or None when none are
+    stored, the stored overhead as JSON or None), by test id and run.  The
+    JSON is read only where it is used (``_series``, ``_stored_overhead``):
+    a baseline whose overheads are stored is not.  One query."""
     with connection.cursor() as cursor:
-        cursor.execute(_RESULTS_SELECT + where + ")" + _RESULTS_ORDER, params)
+        cursor.execute(_RESULTS_SELECT + where + _RESULTS_ORDER, params)
         return cursor.fetchall()
+
+
+def _result_ids(where: str, params: list) -> tuple[int, ...]:
+    """The ids of the results ``_comparison_results`` would read, in id
+    order: what a kept comparison is keyed by.  One query (no JSON read)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT r.id FROM results_result r " + where + " ORDER BY r.id", params
+        )
+        return tuple(row[0] for row in cursor.fetchall())
 
 
 def _json(value):
@@ -357,10 +373,15 @@ def build_comparison(
     Every figure is what ``stats.summarize``, ``stats.compare_to_reference``
     and ``stats.overhead`` give, computed at once for the whole comparison
     (``stats.summaries``, ``stats.compare_families``, ``stats.ratios``).
-    Queries: one (the results with their values and their listed host
-    baselines'), whatever the number of runs; one more for results stored
-    without values, and one for results whose main direction is not their
-    reference's (``_series``).
+    An answer computed once is kept in this process (``_MEMO``) and given
+    again, the same object, while every input it was computed from is
+    unchanged: readers must not change it.
+
+    Queries: one (the ids of the results it would read, its key), whatever
+    the number of runs, when the answer is kept; to compute it, one more
+    (the results with their values and their listed host baselines'), and
+    one for results stored without values and one for results whose main
+    direction is not their reference's (``_series``).
     """
     runs = list(runs)
     if not runs:
@@ -369,12 +390,59 @@ def build_comparison(
         reference = runs[0]
     if reference.pk not in {r.pk for r in runs}:
         raise ValueError("the reference run must be one of the compared runs")
+    margin = equivalence_percent()
+    where, params = _results_where(runs)
+    kept = _kept()
+    if not kept.budget:
+        return _computed(runs, reference.pk, figures, margin, where, params)
+    key = (
+        tuple((r.pk, r.created, r.baseline_id, *_run_label(r).values()) for r in runs),
+        reference.pk,
+        figures,
+        margin,
+        _result_ids(where, params),
+    )
+    data = kept.get(key)
+    if data is None:
+        data = _computed(runs, reference.pk, figures, margin, where, params)
+        kept.put(key, data, _figure_count(data))
+    return data
+
+
+# Comparisons computed in this process, by everything they are computed from
+# (``memo``): each run's id, creation time, baseline and label (``Run.__str__``
+# included), the reference, the ``figures`` chooser, the equivalence margin,
+# and the ids of the results read, whose values never change once stored (a
+# baseline made private or hidden, a run's result set changed: other ids).
+# Bounded by the number of run figures kept (``BENCHDB_COMPARISON_MEMO``,
+# 0 keeps none): a 10-run comparison of the standard profile has 831 (1.7 MiB).
+_MEMO = memo.Memo(0)
+
+
+def _kept() -> memo.Memo:
+    _MEMO.budget = int(getattr(settings, "BENCHDB_COMPARISON_MEMO", 0))
+    return _MEMO
+
+
+def _figure_count(data: dict) -> int:
+    """A comparison's size as its memo counts it: its run figures."""
+    return 1 + sum(len(m["runs"]) for t in data["tests"] for m in t["metrics"])
+
+
+def _computed(
+    runs: list[Run],
+    ref_id: int,
+    figures: Callable[[str, str, list[str]], Container[str]] | None,
+    margin: float,
+    where: str,
+    params: list,
+) -> dict:
+    """``build_comparison``'s answer, computed."""
     run_ids = [r.pk for r in runs]
-    ref_id = reference.pk
     others = [rid for rid in run_ids if rid != ref_id]
     baseline_of = {r.pk: r.baseline_id for r in runs if r.baseline_id}
     by_key: dict[str, dict[int, tuple]] = defaultdict(dict)
-    for row in _comparison_results(runs):
+    for row in _comparison_results(where, params):
         by_key[row[6]][row[1]] = row
     shared = {k: v for k, v in by_key.items() if all(rid in v for rid in run_ids)}
     series = _series(
@@ -382,7 +450,6 @@ def build_comparison(
         for per_run in shared.values()
         for rid in run_ids
     )
-    margin = equivalence_percent()
     # One Sample per result and figure; a host may serve several guests.
     samples: dict[tuple, stats.Sample] = {}
     Sample = stats.Sample

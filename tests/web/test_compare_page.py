@@ -96,9 +96,11 @@ def test_table_and_markdown_urls_refuse_bad_input(client, full_pair):
 def test_compare_page_queries_do_not_grow_with_runs(
     client, full_pair, django_assert_num_queries
 ):
-    """Two queries whatever the number of runs: the runs with their hardware
-    (it was a query per run, then three), and the results with their
-    values and their listed host baselines' (it was two)."""
+    """Three queries whatever the number of runs: the runs with their
+    hardware (it was a query per run, then three), the ids of the results
+    the comparison reads (its key, compare._MEMO), and those results with
+    their values and their listed host baselines' (it was two); two when
+    asked again, the comparison kept computed."""
     from benchdb.results.models import Run
 
     more = [store("full-none.json.gz") for _ in range(4)]
@@ -108,9 +110,12 @@ def test_compare_page_queries_do_not_grow_with_runs(
     Run.objects.filter(pk=host).update(role="host")
     Run.objects.filter(pk__in=more[:2]).update(baseline_id=host)
     ids = ",".join(str(pk) for pk in more)
-    with django_assert_num_queries(2):
-        response = client.get(f"/compare/?runs={full_pair},{ids}")
+    url = f"/compare/?runs={full_pair},{ids}"
+    with django_assert_num_queries(3):
+        response = client.get(url)
     assert response.status_code == 200
+    with django_assert_num_queries(2):
+        assert client.get(url).context["data"] is response.context["data"]
     data = response.context["data"]
     with_overhead = {
         e["run"]

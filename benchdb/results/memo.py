@@ -1,0 +1,77 @@
+"""A bounded, per-process memo of answers that depend only on their key.
+
+``compare.build_comparison`` keeps its answers here: a comparison is a
+function of the compared runs' labels, the results read (whose values never
+change once stored) and the few settings it takes, all of which its key
+holds, so an answer found under its key is the answer that computing it
+again would give.  Nothing is ever invalidated, only evicted: a change to
+any input is a new key, and the old one ages out.
+
+Per process and in memory (no serialisation: the answer is the object
+itself), so each web worker computes a comparison once; a key read on
+every request makes the memo safe across processes and database writes
+without a message between them.  Bounded by a cost (``put``'s ``cost``,
+the answer's size in whatever unit the caller counts) and evicted least
+recently used first.  Answers are shared between requests and must not be
+changed by those who read them (tests/api/test_comparison_memo.py holds
+every reader of a comparison to that).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+
+
+class Memo:
+    """A least-recently-used map bounded by the total cost of its values."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._cost = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = self.evictions = 0
+
+    def get(self, key: Hashable):
+        """The value kept under ``key`` (now the most recently used), or None."""
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return found[0]
+
+    def put(self, key: Hashable, value: object, cost: int) -> None:
+        """Keep ``value`` under ``key``, evicting the least recently used
+        until the total cost is within the budget; a value that alone costs
+        more than the budget (or any, with a budget of 0) is not kept."""
+        if cost > self.budget:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._cost -= old[1]
+            self._items[key] = (value, cost)
+            self._cost += cost
+            while self._cost > self.budget:
+                _key, (_value, dropped) = self._items.popitem(last=False)
+                self._cost -= dropped
+                self.evictions += 1
+
+    def clear(self) -> None:
+        """Forget every value and the counts of hits, misses and evictions."""
+        with self._lock:
+            self._items.clear()
+            self._cost = 0
+            self.hits = self.misses = self.evictions = 0
+
+    @property
+    def cost(self) -> int:
+        return self._cost
+
+    def __len__(self) -> int:
+        return len(self._items)
