@@ -176,53 +176,83 @@ def human_count(n: int) -> str:
 
 
 def measure_scale(args, dsn: str, label: str) -> list[dict]:
-    """Every endpoint through gunicorn and its SQL, at the current data size."""
+    """Every endpoint through gunicorn and its SQL, at the current data size.
+
+    Comparisons are kept computed per web process (``compare._MEMO``): their
+    rows time what a comparison asked again costs, and a second gunicorn
+    that keeps none (``BENCHDB_COMPARISON_MEMO=0``) times the same URLs as
+    each is computed, in rows named ``..., computed``."""
     from bench import endpoints, timing
 
     ctx = endpoints.pick_context()
-    server = timing.Server(dsn, workers=args.workers)
+    chosen = [
+        ep
+        for ep in endpoints.build(ctx)
+        if not args.only or any(o.lower() in ep.name.lower() for o in args.only)
+    ]
     conn, run_sql = timing.sql_timer(dsn)
     rows = []
     try:
-        for ep in endpoints.build(ctx):
-            if args.only and not any(o.lower() in ep.name.lower() for o in args.only):
-                continue
-            status, size, first = server.get(ep.url)
-            if status != 200:
-                print(f"  {ep.name}: GET {ep.url} answered {status}", file=sys.stderr)
-            service = timing.sample(
-                lambda ep=ep: server.get(ep.url)[2], args.rounds, args.budget
+        server = timing.Server(dsn, workers=args.workers)
+        try:
+            for ep in chosen:
+                rows.append(_measure(args, server, run_sql, ep, label, ep.name))
+        finally:
+            server.stop()
+        kept = [ep for ep in chosen if ep.kept]
+        if kept:
+            server = timing.Server(
+                dsn, workers=args.workers, env={"BENCHDB_COMPARISON_MEMO": "0"}
             )
-            sql = timing.sample(lambda ep=ep: run_sql(ep.sql), args.rounds, args.budget)
-            p50 = timing.percentile(service, 50)
-            queries = (
-                timing.count_queries(ep.url) if p50 < args.query_count_limit else None
-            )
-            row = {
-                "scale": label,
-                "name": ep.name,
-                "kind": ep.kind,
-                "url": ep.url,
-                "status": status,
-                "bytes": size,
-                "queries": queries,
-                "n": len(service),
-                "p50": p50 * 1000,
-                "p95": timing.percentile(service, 95) * 1000,
-                "sql_p50": timing.percentile(sql, 50) * 1000,
-                "sql_p95": timing.percentile(sql, 95) * 1000,
-                "notes": ep.notes,
-            }
-            rows.append(row)
-            print(format_row(row), flush=True)
-            if ep.stored:
-                # The first request after the refresh: the stored answer, or
-                # (for arguments the refresh does not precompute) its live cost.
-                print(f"{'':<30} first request {first * 1000:.1f} ms", flush=True)
+            try:
+                for ep in kept:
+                    name = f"{ep.name}, computed"
+                    rows.append(_measure(args, server, run_sql, ep, label, name))
+            finally:
+                server.stop()
     finally:
         conn.close()
-        server.stop()
     return rows
+
+
+def _measure(args, server, run_sql, ep, label: str, name: str) -> dict:
+    """One endpoint's row: its first request, then up to ``--rounds``
+    requests and as many of its SQL within ``--budget`` seconds each."""
+    from bench import timing
+
+    status, size, first = server.get(ep.url)
+    if status != 200:
+        print(f"  {name}: GET {ep.url} answered {status}", file=sys.stderr)
+    service = timing.sample(lambda: server.get(ep.url)[2], args.rounds, args.budget)
+    sql = timing.sample(lambda: run_sql(ep.sql), args.rounds, args.budget)
+    p50 = timing.percentile(service, 50)
+    queries = (
+        timing.count_queries(ep.url, server.env)
+        if p50 < args.query_count_limit
+        else None
+    )
+    row = {
+        "scale": label,
+        "name": name,
+        "kind": ep.kind,
+        "url": ep.url,
+        "status": status,
+        "bytes": size,
+        "queries": queries,
+        "n": len(service),
+        "p50": p50 * 1000,
+        "p95": timing.percentile(service, 95) * 1000,
+        "sql_p50": timing.percentile(sql, 50) * 1000,
+        "sql_p95": timing.percentile(sql, 95) * 1000,
+        "notes": ep.notes,
+    }
+    print(format_row(row), flush=True)
+    if ep.stored or ep.kept:
+        # The first request: for a stored answer, the stored row (or, for
+        # arguments the refresh does not precompute, its live cost); for a
+        # kept comparison, its computation in the worker that took it.
+        print(f"{'':<{NAME_WIDTH}} first request {first * 1000:.1f} ms", flush=True)
+    return row
 
 
 def refresh_summaries(label: str) -> str:
@@ -248,8 +278,12 @@ def refresh_summaries(label: str) -> str:
     return line
 
 
+# The endpoint column's width: "page compare, guest+host, computed".
+NAME_WIDTH = 35
+
+
 HEADER = (
-    f"{'endpoint':<30} {'p50':>9} {'p95':>9} {'SQL p95':>8} {'ratio':>6} "
+    f"{'endpoint':<{NAME_WIDTH}} {'p50':>9} {'p95':>9} {'SQL p95':>8} {'ratio':>6} "
     f"{'target':>7} {'queries':>7} {'bytes':>10}  n"
 )
 
@@ -264,7 +298,7 @@ def format_row(row: dict) -> str:
     queries = "-" if row["queries"] is None else str(row["queries"])
     status = "" if row["status"] == 200 else f" HTTP {row['status']}"
     return (
-        f"{row['name']:<30} {row['p50']:>9.1f} {row['p95']:>9.1f} "
+        f"{row['name']:<{NAME_WIDTH}} {row['p50']:>9.1f} {row['p95']:>9.1f} "
         f"{row['sql_p95']:>8.1f} {ratio:>5.1f}x {ok:>7} {queries:>7} "
         f"{row['bytes']:>10,}  {row['n']}{status}"
     )
@@ -276,7 +310,7 @@ def summary(all_rows: list[dict], scales: list[str]) -> list[str]:
     names = list(dict.fromkeys(r["name"] for r in all_rows))
     by = {(r["scale"], r["name"]): r for r in all_rows}
     first, last = scales[0], scales[-1]
-    head = f"{'endpoint':<30}" + "".join(f" {s + ' p95':>12}" for s in scales)
+    head = f"{'endpoint':<{NAME_WIDTH}}" + "".join(f" {s + ' p95':>12}" for s in scales)
     lines.append(head + f" {'growth':>7}  targets at {last}")
     for name in names:
         cells = []
@@ -300,7 +334,9 @@ def summary(all_rows: list[dict], scales: list[str]) -> list[str]:
                 )
             if "compare, 10" in name and b["kind"] == "api":
                 notes.append("<100ms " + ("ok" if b["p95"] < 100 else "MISS"))
-        lines.append(f"{name:<30}" + "".join(cells) + f" {growth}  " + ", ".join(notes))
+        lines.append(
+            f"{name:<{NAME_WIDTH}}" + "".join(cells) + f" {growth}  " + ", ".join(notes)
+        )
     return lines
 
 

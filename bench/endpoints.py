@@ -70,6 +70,9 @@ class Endpoint:
     # Served from stored answers (benchdb/results/answer_cache.py): the
     # first request after the refresh may compute it (its time is printed).
     stored: bool = False
+    # A comparison, kept computed per web process (``compare._MEMO``): also
+    # timed on a server that keeps none (its "computed" row).
+    kept: bool = False
 
 
 def _compare_sql(ids: list[int]) -> list[tuple[str, list]]:
@@ -256,23 +259,27 @@ def build(ctx: dict) -> list[Endpoint]:
             "API compare, 2 runs",
             f"/api/v1/compare/?runs={two_csv}",
             _compare_sql(two),
+            kept=True,
         ),
         Endpoint(
             "API compare, 10 runs",
             f"/api/v1/compare/?runs={ten_csv}",
             _compare_sql(ten),
+            kept=True,
         ),
         Endpoint(
             "page compare, 10 runs",
             f"/compare/?runs={ten_csv}",
             _compare_sql(ten),
             kind="page",
+            kept=True,
         ),
         Endpoint(
             "page compare, guest+host",
             f"/compare/?runs={run},{host}",
             _compare_sql([run, host]),
             kind="page",
+            kept=True,
             notes="two full seed-profile runs",
         ),
         Endpoint(

@@ -26,8 +26,10 @@ def free_port() -> int:
 class Server:
     """gunicorn -w 2 on a free port, with the bench database."""
 
-    def __init__(self, database_url: str, workers: int = 2):
+    def __init__(self, database_url: str, workers: int = 2, env: dict | None = None):
         self.port = free_port()
+        # What the server is run with beyond the machine's environment.
+        self.env = dict(env or {})
         env = {
             **os.environ,
             "DATABASE_URL": database_url,
@@ -35,6 +37,7 @@ class Server:
             "DB_CONN_MAX_AGE": "600",
             "PYTHONPATH": f"{ROOT / 'agent'}:{ROOT}",
             "ANON_THROTTLE": "100000000/hour",
+            **self.env,
         }
         self.proc = subprocess.Popen(
             [
@@ -140,18 +143,29 @@ def sql_timer(dsn: str):
     return conn, run
 
 
-def count_queries(url: str) -> int:
-    """Queries one request makes, in-process (Django test client)."""
+def count_queries(url: str, env: dict | None = None) -> int:
+    """Queries one request makes, in-process (Django test client), after
+    one request before it, as in a warm server's process; ``env``: the
+    server's settings that change it (``BENCHDB_COMPARISON_MEMO``)."""
     from django.db import connection
-    from django.test import Client
+    from django.test import Client, override_settings
     from django.test.utils import CaptureQueriesContext
 
+    overrides = {}
+    if env and "BENCHDB_COMPARISON_MEMO" in env:
+        overrides["BENCHDB_COMPARISON_MEMO"] = int(env["BENCHDB_COMPARISON_MEMO"])
     client = Client()
-    with CaptureQueriesContext(connection) as ctx:
+
+    def get():
         response = client.get(url)
         if getattr(response, "streaming", False):
             for _ in response.streaming_content:
                 pass
+
+    with override_settings(**overrides):
+        get()
+        with CaptureQueriesContext(connection) as ctx:
+            get()
     return len(ctx.captured_queries)
 
 
