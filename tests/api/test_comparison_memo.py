@@ -120,6 +120,19 @@ def test_each_input_of_a_comparison_gives_its_own_answer(kept, trio, settings):
     assert renamed["runs"][1]["title"] == "renamed <b>x</b>"
     assert _same(renamed, _fresh(_runs(fast, slow)))
 
+    # A run's baseline: taken away, its overheads go with it.
+    Run.objects.filter(pk=slow.pk).update(baseline=None)
+    alone = compare.build_comparison(_runs(fast, slow))
+    with_overhead = {
+        e["run"]
+        for t in alone["tests"]
+        for m in t["metrics"]
+        for e in m["runs"]
+        if e["overhead"] is not None
+    }
+    assert with_overhead == {fast.pk}
+    assert _same(alone, _fresh(_runs(fast, slow)))
+
 
 def test_a_baseline_made_private_lends_no_overhead_to_a_kept_comparison(kept, trio):
     """The baseline's results leave the key's ids: computed again, without
