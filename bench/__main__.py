@@ -14,6 +14,7 @@
    most 2 x SQL + 5 ms; at most 3 x the smallest scale's; pages under 300 KB;
    compare of 10 runs under 100 ms);
 4. with ``--rss``, the peak RSS of one export and of the worker's full dump,
+   and the memory of the comparison memo filled past its budget,
    each in a fresh process; with ``--ingest N``, N real bundles end to end
    through a Celery worker against a bulk INSERT of the same rows.
 
@@ -485,6 +486,19 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 print(line)
                 extra.append(line)
+            r = timing.memo_rss(dsn)
+            if "error" in r:
+                line = f"comparison memo: failed {r['error']}"
+            else:
+                line = (
+                    f"comparison memo: {r['built']} 10-run comparisons built, "
+                    f"{r['kept']} kept ({r['figures']:,} of {r['budget']:,} "
+                    f"figures), {r['evicted']} evicted; {r['traced_kib'] / 1024:.1f} "
+                    f"MiB traced, RSS {r['rss_before_kib'] / 1024:.0f} -> "
+                    f"{r['rss_after_kib'] / 1024:.0f} MiB"
+                )
+            print(line)
+            extra.append(line)
         if args.ingest:
             from bench import ingest as bench_ingest
 

@@ -198,6 +198,53 @@ after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"before_kib": before, "peak_kib": after, "bytes": size,
                   "seconds": time.perf_counter() - t0}))
 """
+    return _in_fresh_process(database_url, code, what)
+
+
+def memo_rss(database_url: str, comparisons: int = 60) -> dict:
+    """The comparison memo (``compare._MEMO``) at its budget, in a fresh
+    process: ``comparisons`` distinct 10-run comparisons of listed guests
+    built one after another, then what is kept, what was evicted, the
+    memory Python traced for it and the process's RSS before and after."""
+    code = r"""
+import gc, json, sys, tracemalloc, warnings
+warnings.filterwarnings("ignore")
+import django
+django.setup()
+from django.db import connection
+from benchdb.results import compare, reads
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        return int(f.read().split("VmRSS:")[1].split()[0])
+
+n = int(sys.argv[1])
+with connection.cursor() as cur:
+    cur.execute(
+        "SELECT id FROM results_run WHERE visibility = 'public' AND NOT hidden "
+        "AND role = 'guest' ORDER BY id LIMIT %s", [10 * n])
+    ids = [row[0] for row in cur.fetchall()]
+gc.collect()
+before = rss_kib()
+tracemalloc.start()
+base = tracemalloc.get_traced_memory()[0]
+for i in range(0, len(ids) - 9, 10):
+    runs, ref = reads.compared_runs(ids[i:i + 10], None,
+                                    fields=compare.COMPARED_RUN_FIELDS)
+    compare.build_comparison(runs, ref)
+gc.collect()
+kept = compare._MEMO
+print(json.dumps({"built": len(ids) // 10, "kept": len(kept), "figures": kept.cost,
+                  "budget": kept.budget, "evicted": kept.evictions,
+                  "traced_kib": (tracemalloc.get_traced_memory()[0] - base) // 1024,
+                  "rss_before_kib": before, "rss_after_kib": rss_kib()}))
+"""
+    return _in_fresh_process(database_url, code, str(comparisons))
+
+
+def _in_fresh_process(database_url: str, code: str, arg: str) -> dict:
+    """Run ``code`` with Django set up on the database in a new Python
+    process: the JSON object its last line prints, or {"error": ...}."""
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -205,7 +252,7 @@ print(json.dumps({"before_kib": before, "peak_kib": after, "bytes": size,
         "PYTHONPATH": f"{ROOT / 'agent'}:{ROOT}",
     }
     done = subprocess.run(
-        [sys.executable, "-c", code, what],
+        [sys.executable, "-c", code, arg],
         cwd=ROOT,
         env=env,
         capture_output=True,
