@@ -181,6 +181,11 @@ BENCHDB_EQUIVALENCE_PERCENT = envint("BENCHDB_EQUIVALENCE_PERCENT", 5)
 # 10-run comparison of the standard profile has 831, 1.7 MiB in memory;
 # 0 keeps none): benchdb/results/memo.py.
 BENCHDB_COMPARISON_MEMO = envint("BENCHDB_COMPARISON_MEMO", 10000)
+if BENCHDB_COMPARISON_MEMO < 0:
+    raise ValueError(
+        f"BENCHDB_COMPARISON_MEMO={BENCHDB_COMPARISON_MEMO}: expected a number "
+        "of run figures, 0 (keep none) or more"
+    )
 
 # The API's submission throttles count in the cache: with several web
 # processes they must share one (CACHE_URL=redis://...); without it each

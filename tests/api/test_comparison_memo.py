@@ -8,6 +8,10 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -240,3 +244,23 @@ def test_the_memo_evicts_the_least_recently_used_within_its_budget():
     kept.clear()
     assert len(kept) == 0 and kept.cost == 0
     assert memo.Memo(0).put("x", 1, 1) is None and len(memo.Memo(0)) == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("-1", "0 (keep none) or more"), ("lots", "expected a whole number")],
+)
+def test_a_bad_budget_is_refused_at_start_up(value, error):
+    """Settings refuse it with the variable's name, before anything runs."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", "import benchdb.settings"],
+        cwd=root,
+        env={**os.environ, "BENCHDB_COMPARISON_MEMO": value},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "BENCHDB_COMPARISON_MEMO=" in done.stderr and value in done.stderr
+    assert error in done.stderr
