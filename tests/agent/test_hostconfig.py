@@ -380,6 +380,36 @@ def test_qmp_query_block_alone_does_not_guess_under_a_throttle_node():
         hostconfig.for_qmp("{nope")
 
 
+@pytest.mark.parametrize(
+    "replies",
+    [
+        (
+            "query-block",
+            "query-named-block-nodes",
+            "x-debug-query-block-graph",
+            "query-kvm",
+        ),
+        ("query-block", "query-named-block-nodes"),
+        ("query-block",),
+    ],
+)
+def test_qmp_no_format_layer_is_raw(replies):
+    # a real QEMU 7.2's replies for -blockdev driver=file attached straight to
+    # virtio-blk (no format node, as libvirt generates for a raw file): the
+    # guest reads the protocol node's bytes, which is what raw means
+    every = json.loads(text("qmp/no-format-layer.json"))
+    disk = hostconfig.for_qmp({k: every[k] for k in replies})[0]
+    assert every["query-block"][0]["inserted"]["drv"] == "file"
+    assert disk.image_format == "raw"
+    assert (
+        "no format node above the file protocol node" in (disk.sources["image_format"])
+    )
+    # the root is the protocol node, so its flags are the ones that do host I/O
+    assert disk.cache_mode == "writeback"
+    assert "protocol node libvirt-1-storage (file)" in disk.sources["cache_mode"]
+    assert disk.bus == "virtio-blk"
+
+
 def test_cli_qmp_json_from_stdin():
     out = agent(
         "host-config",

@@ -119,10 +119,7 @@ def _leaf(root: str, graph: dict, named: Dict[str, dict]) -> List[dict]:
         if info is None:
             break
         chain.append(info)
-        if (
-            info.get("drv") not in FORMAT_DRIVERS
-            and info.get("drv") not in FILTER_DRIVERS
-        ):
+        if _is_protocol(info.get("drv")):
             break
         node = edges.get(node, {}).get("file")
     return chain
@@ -180,6 +177,9 @@ def disks(
         chain = _leaf(root, graph, named) if graph and named else []
         if not chain and named:
             chain = _leaf_by_filename(inserted, named)
+        if not chain and _is_protocol(inserted.get("drv")):
+            # the root is the protocol node itself: nothing below it
+            chain = [inserted]
         leaf = chain[-1] if chain else inserted
         leaf_cache = leaf.get("cache") or cache
         if chain:
@@ -212,7 +212,12 @@ def disks(
         if fmt:
             disk.set("image_format", FORMAT_DRIVERS[fmt], FROM_QMP)
         elif chain:
-            disk.set("image_format", "raw", f"{FROM_QMP}: no format node")
+            disk.set(
+                "image_format",
+                "raw",
+                f"{FROM_QMP}: no format node above the {chain[-1].get('drv')} "
+                "protocol node, so the guest reads its bytes as they are (raw)",
+            )
         else:
             disk.set("image_format", "unknown", f"{FROM_QMP}: root is {drivers[0]}")
         path = leaf.get("file") or inserted.get("file") or ""
@@ -263,6 +268,12 @@ def disks(
     return out
 
 
+def _is_protocol(drv) -> bool:
+    """A protocol driver (file, host_device, rbd, nbd, ...): not a format
+    driver and not a filter, so no node lies under it."""
+    return bool(drv) and drv not in FORMAT_DRIVERS and drv not in FILTER_DRIVERS
+
+
 def _leaf_by_filename(inserted: dict, named: Dict[str, dict]) -> List[dict]:
     """Without the node graph: the one protocol node with the root's file name."""
     path = inserted.get("file") or ""
@@ -271,9 +282,7 @@ def _leaf_by_filename(inserted: dict, named: Dict[str, dict]) -> List[dict]:
     leaves = [
         n
         for n in named.values()
-        if n.get("drv") not in FORMAT_DRIVERS
-        and n.get("drv") not in FILTER_DRIVERS
-        and n.get("file") == path
+        if _is_protocol(n.get("drv")) and n.get("file") == path
     ]
     if len(leaves) != 1:
         return []
