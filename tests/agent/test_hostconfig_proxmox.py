@@ -22,12 +22,16 @@ CASES = sorted(
     for conf in (PVE / era).glob("*.conf")
 )
 COMPARED = ("cache_mode", "aio_mode", "image_format", "disk_bus", "iothread")
+# The QEMU each era's command lines were generated with (an unpinned VM runs
+# its version): the -drive era's commit predates QEMU 10.0 (those command lines
+# use -drive without a pinned machine), the -blockdev era is 10.0 or later.
+QEMU_OF_ERA = {"blockdev": "10.0", "drive": "9.2"}
 
 
 def from_config(era, name):
-    return {
-        d.id: d for d in hostconfig.for_proxmox((PVE / era / name).read_text(), STORAGE)
-    }
+    conf = (PVE / era / name).read_text()
+    disks = hostconfig.for_proxmox(conf, STORAGE, QEMU_OF_ERA[era])
+    return {d.id: d for d in disks}
 
 
 def from_cmd(era, name):
@@ -69,9 +73,6 @@ def test_config_reader_agrees_with_the_generated_command_line(era, name):
             assert disk.kind == run.kind, disk_id
         ours, qemus = disk.to_tags(), run.to_tags()
         for tag in COMPARED:
-            if era == "drive" and disk.kind == "efivars" and tag == "aio_mode":
-                # qemu-server before -blockdev passed no aio for EFI disks
-                continue
             assert ours[tag] == qemus[tag], (disk_id, tag, disk.sources.get(tag))
         assert disk.virtualization == run.virtualization
         assert disk.virtualization == ("qemu-tcg" if template else "kvm")
@@ -117,6 +118,47 @@ def test_defaults_and_their_sources():
     assert pci["scsi0"].iothread == "no"  # only virtio-scsi-single gives one
     assert "ignored" in pci["scsi0"].sources["iothread"]
     assert pci["virtio0"].iothread == "yes"
+
+
+def test_efi_disk_follows_the_machine_version():
+    # pinned to 4.1: qemu-server attaches EFI vars with -drive if=pflash and
+    # passes no aio= (nor cache=), so QEMU runs threads and writeback
+    old = from_config("blockdev", "efi-raw-old.conf")["efidisk0"]
+    assert (
+        "if=pflash,unit=1,id=drive-efidisk0"
+        in (PVE / "blockdev" / "efi-raw-old.conf.cmd").read_text()
+    )
+    assert (old.aio, old.cache_mode) == ("threads", "writeback")
+    assert "no aio= on qemu-server's -drive if=pflash" in old.sources["aio"]
+    assert "machine: pc-i440fx-4.1+pve0" in old.sources["aio"]
+    # unpinned on QEMU 10.0: -blockdev, io_uring like any disk
+    new = from_config("blockdev", "efi-secboot-and-tpm.conf")
+    assert (new["efidisk0"].aio, new["efidisk0"].cache_mode) == (
+        "io_uring",
+        "writeback",
+    )
+    # a 4M EFI disk and TPM state: listed, neither is a benchmark target, and
+    # the TPM state is swtpm's file (no -blockdev or -drive for it)
+    assert new["efidisk0"].kind == "efivars" and not new["efidisk0"].is_target
+    assert new["tpmstate0"].kind == "tpmstate" and not new["tpmstate0"].is_target
+    cmd = (PVE / "blockdev" / "efi-secboot-and-tpm.conf.cmd").read_text()
+    assert "vm-100-disk-1" not in cmd and "-tpmdev 'emulator" in cmd
+    assert "swtpm" in new["tpmstate0"].sources["cache_mode"]
+    # the installed QEMU unknown and nothing pinned: said, not guessed
+    conf = (PVE / "blockdev" / "efi-secboot-and-tpm.conf").read_text()
+    unknown = {d.id: d for d in hostconfig.for_proxmox(conf, STORAGE)}["efidisk0"]
+    assert unknown.aio == "unknown"
+    assert "give the QEMU version" in unknown.sources["aio"]
+    # a Windows VM without a pinned version runs machine version 5.1 ...
+    win = conf + "ostype: win11\n"
+    efi = {d.id: d for d in hostconfig.for_proxmox(win, STORAGE, "10.1")}["efidisk0"]
+    assert efi.aio == "threads" and "Windows" in efi.sources["aio"]
+    # ... or the QEMU it was created with, from 9.1 on
+    win += "meta: creation-qemu=10.0.2,ctime=1755189639\n"
+    efi = {d.id: d for d in hostconfig.for_proxmox(win, STORAGE, "10.1")}["efidisk0"]
+    assert efi.aio == "io_uring"
+    with pytest.raises(ValueError, match="not MAJOR.MINOR"):
+        hostconfig.for_proxmox(conf, STORAGE, "ten")
 
 
 def test_only_the_config_before_the_first_section_counts():

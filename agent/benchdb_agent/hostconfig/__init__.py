@@ -6,7 +6,7 @@ Public API (stable; other agent commands call it)::
 
     disks = hostconfig.for_qemu_pid(pid)                 # a running QEMU
     disks = hostconfig.for_qemu_cmdline(text_or_argv, pid=None)  # showcmd, .args
-    disks = hostconfig.for_proxmox(conf_text, storage_cfg_text)
+    disks = hostconfig.for_proxmox(conf_text, storage_cfg_text, qemu_version=None)
     disks = hostconfig.for_libvirt_xml(xml_text)
     disks = hostconfig.for_qmp(query_block_json, query_iothreads_json=None,
                                named_nodes=None)  # or one document with all
@@ -84,12 +84,19 @@ def for_qemu_pid(pid: int) -> List[Disk]:
     return qemu.from_argv(argv, int(pid))
 
 
-def for_proxmox(conf_text: str, storage_cfg_text: Optional[str] = None):
+def for_proxmox(
+    conf_text: str,
+    storage_cfg_text: Optional[str] = None,
+    qemu_version: Optional[str] = None,
+):
     """Disks of a Proxmox VM config (``qm config`` or ``/etc/pve/qemu-server/N.conf``;
-    snapshot sections are ignored) with ``/etc/pve/storage.cfg``."""
+    snapshot sections are ignored) with ``/etc/pve/storage.cfg``.
+    ``qemu_version`` (``"9.2"``) is the installed QEMU's, which an unpinned VM
+    runs as its machine version; on a Proxmox VE host it is asked from
+    ``kvm --version`` when not given."""
     from . import proxmox
 
-    return proxmox.disks(conf_text, storage_cfg_text)
+    return proxmox.disks(conf_text, storage_cfg_text, qemu_version)
 
 
 def for_libvirt_xml(xml_text: str) -> List[Disk]:

@@ -14,11 +14,21 @@ The defaults follow qemu-server (``src/PVE/QemuServer/Drive.pm``
 - iothread: ``iothread=1`` on virtio disks, and on scsi disks only with
   ``scsihw: virtio-scsi-single``.
 - no ``scsihw:`` is the LSI 53C895A (``lsi``).
+- the machine version decides how disks reach QEMU (``QemuServer.pm``: "for
+  the switch to -blockdev", ``Machine.pm`` ``get_vm_machine``): 10.0 and later
+  ``-blockdev``, earlier ``-drive``.  It only changes the EFI vars disk: on
+  ``-drive if=pflash`` qemu-server passes no ``aio=`` (QEMU's default,
+  threads) and no ``cache=`` (QEMU's default, writeback).  The version is the
+  one pinned in ``machine:``; a Windows VM without one is pinned to 5.1 (or
+  ``meta: creation-qemu`` from 9.1 on); otherwise it is the installed QEMU's
+  (``qemu_version``, or ``kvm --version`` on a Proxmox VE host).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 from typing import Dict, List, Optional, Tuple
 
 from .model import SET, Disk
@@ -119,9 +129,56 @@ def _format(volume: str, opts: dict, stype: Optional[str]) -> Tuple[str, str]:
     return "unknown", "no format= and no extension"
 
 
-def disks(text: str, storage_cfg: Optional[str] = None) -> List[Disk]:
+_MACHINE_VERSION = re.compile(r"^(?:pc(?:-i440fx|-q35)?|virt)-(\d+)\.(\d+)")
+_WINDOWS = re.compile(r"^(wxp|w2k|w2k3|w2k8|wvista|win7|win8|win10|win11)$")
+
+
+def installed_qemu_version() -> Optional[str]:
+    """``kvm --version`` on a Proxmox VE host (``/etc/pve`` present), else None:
+    elsewhere the local QEMU is not the one that runs the VM."""
+    if not os.path.isdir("/etc/pve"):
+        return None
+    try:
+        out = subprocess.run(
+            ["kvm", "--version"], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version (\d+\.\d+)", out)
+    return m.group(1) if m else None
+
+
+def machine_version(
+    conf: Dict[str, str], qemu_version: Optional[str]
+) -> Tuple[Optional[Tuple[int, int]], str]:
+    """(major, minor) of the machine version qemu-server starts the VM with,
+    and why; None when it is the installed QEMU's and that is not known."""
+    machine = conf.get("machine", "")
+    machine_type = re.sub(r"^type=", "", machine.split(",")[0])
+    m = _MACHINE_VERSION.match(machine_type)
+    if m:
+        return (int(m.group(1)), int(m.group(2))), f"machine: {machine_type}"
+    if _WINDOWS.match(conf.get("ostype", "")):
+        meta = re.search(r"creation-qemu=(\d+)\.(\d+)", conf.get("meta", ""))
+        if meta and (int(meta.group(1)), int(meta.group(2))) >= (9, 1):
+            version = (int(meta.group(1)), int(meta.group(2)))
+            return version, "Windows VM pinned to its meta: creation-qemu"
+        return (5, 1), "Windows VM without a version or creation-qemu >= 9.1: 5.1"
+    qemu_version = qemu_version or installed_qemu_version()
+    if qemu_version:
+        m = re.match(r"^(\d+)\.(\d+)", qemu_version)
+        if not m:
+            raise ValueError(f"QEMU version {qemu_version!r} is not MAJOR.MINOR")
+        return (int(m.group(1)), int(m.group(2))), f"the installed QEMU {qemu_version}"
+    return None, "no machine version pinned and the installed QEMU is not known"
+
+
+def disks(
+    text: str, storage_cfg: Optional[str] = None, qemu_version: Optional[str] = None
+) -> List[Disk]:
     conf = parse_config(text)
     storages = parse_storage_cfg(storage_cfg) if storage_cfg else None
+    version, version_why = machine_version(conf, qemu_version)
     scsihw = conf.get("scsihw")
     machine = conf.get("machine", "")
     q35 = "q35" in machine
@@ -195,9 +252,23 @@ def disks(text: str, storage_cfg: Optional[str] = None) -> List[Disk]:
         storage_known = scfg is not None or volume.startswith("/")
         fmt, fwhy = _format(volname or volume, opts, stype)
         disk.set("image_format", fmt, fwhy)
+        # EFI vars on -drive if=pflash: qemu-server passes neither cache= nor
+        # aio= there (only cache=writeback for librbd), whatever the config says
+        legacy_efi = (
+            disk.kind == "efivars" and version is not None and version < (10, 0)
+        )
+        legacy_why = (
+            f"qemu-server's -drive if=pflash (machine version "
+            f"{version[0]}.{version[1]} < 10.0, {version_why})"
+            if legacy_efi
+            else ""
+        )
         # Cache
         cache = opts.get("cache")
-        if cache:
+        if legacy_efi:
+            direct = False
+            disk.set("cache_mode", "writeback", f"QEMU default on {legacy_why}")
+        elif cache:
             if cache not in CACHE_MODES:
                 raise ValueError(f"{key}: unknown cache mode {cache!r}")
             direct = cache in ("none", "directsync")
@@ -242,6 +313,20 @@ def disks(text: str, storage_cfg: Optional[str] = None) -> List[Disk]:
         # aio
         if volume in ("none", ""):
             disk.set("aio", "unknown", "no medium")
+        elif disk.kind == "efivars" and version is None:
+            disk.set(
+                "aio",
+                "unknown",
+                "EFI disk: io_uring on -blockdev (machine version 10.0 and "
+                "later), threads on -drive if=pflash before; "
+                + version_why
+                + " (give the QEMU version)",
+            )
+        elif legacy_efi:
+            no_aio = {k: v for k, v in opts.items() if k != "aio"}
+            _aio(disk, no_aio, stype, scfg, direct, storage_known)
+            if disk.aio not in ("default", "unknown"):
+                disk.set("aio", "threads", f"QEMU default: no aio= on {legacy_why}")
         else:
             _aio(disk, opts, stype, scfg, direct, storage_known)
         # bus
