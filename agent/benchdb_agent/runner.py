@@ -23,7 +23,7 @@ import threading
 import time
 
 from . import bundle as bundle_mod
-from . import detect, parsers, safety, suite
+from . import detect, parsers, safety, stats, suite
 
 MiB = 2**20
 GiB = 2**30
@@ -1066,7 +1066,9 @@ def _run_repeats(result, test, ctx, progress) -> None:
 
 
 def summary_table(doc: dict) -> str:
-    """What was measured, for people: one line per test."""
+    """What was measured, for people: one line per test, each figure the
+    geometric mean of the repeats with its 95% interval (``stats.summarize``),
+    exactly what the run page will show for the same run."""
     tests = (
         suite.tests_for(doc["suite"]["profile"])
         if doc["suite"]["profile"] in (suite.PROFILES)
@@ -1077,31 +1079,27 @@ def summary_table(doc: dict) -> str:
     for w in doc.get("warnings") or []:
         if w.get("test_id"):
             codes.setdefault(w["test_id"], []).append(w["code"])
-    rows = [("test", "result", "latency", "repeats", "CV", "status / warnings")]
+    rows = [("test", "result", "95% interval", "latency", "repeats", "CV", "status")]
     for test in doc.get("tests") or []:
-        direction = test.get("direction")
-        recs = [
-            [r for r in rep["records"] if r["direction"] == direction]
-            for rep in test["repeats"]
-        ]
         metric = metric_of.get(test["test_id"]) or (
             "bw_bytes" if test["tool"] == "dd" else "iops"
         )
-
-        def mean(key, recs=recs):
-            return _mean(recs, key)
-
-        if metric == "bw_bytes":
-            v = mean("bw_bytes")
-            result = "-" if v is None else f"{v / 1e6:,.1f} MB/s"
-        elif metric == "iops":
-            v = mean("iops")
-            result = "-" if v is None else f"{v:,.0f} IOPS"
+        series = repeat_series(test)
+        figure = stats.summarize(series.get(metric, []))
+        if figure["ci95_low"] is not None:
+            interval = (
+                f"{stats.human(figure['ci95_low'], metric)} - "
+                f"{stats.human(figure['ci95_high'], metric)}"
+            )
+        elif figure["min"] is not None:
+            interval = (
+                f"{stats.human(figure['min'], metric)} - "
+                f"{stats.human(figure['max'], metric)} (min-max)"
+            )
         else:
-            v = mean("iops")
-            result = "-" if v is None else f"{v:,.1f} IOPS"
-        lat = mean("lat_mean_ns") or mean("clat_mean_ns")
-        latency = "-" if not lat else _human_ns(lat)
+            interval = "-"
+        lat_key = "lat_mean_ns" if series.get("lat_mean_ns") else "clat_mean_ns"
+        latency = stats.summarize(series.get(lat_key, []))["gmean"]
         cv = test.get("cv")
         flags = [test.get("status", "complete")] + codes.get(test["test_id"], [])
         if test.get("buffered"):
@@ -1109,8 +1107,9 @@ def summary_table(doc: dict) -> str:
         rows.append(
             (
                 test.get("title") or test["test_id"],
-                result,
-                latency,
+                stats.human(figure["gmean"], metric),
+                interval,
+                stats.human(latency, lat_key),
                 str(len(test["repeats"])),
                 "-" if cv is None else f"{cv:.1%}",
                 ", ".join(flags),
@@ -1122,18 +1121,25 @@ def summary_table(doc: dict) -> str:
                 nr.get("title") or nr["test_id"],
                 "-",
                 "-",
+                "-",
                 "0",
                 "-",
                 f"{nr['status']}: {nr.get('error') or ''}",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    last = len(rows[0]) - 1
+    widths = [max(len(r[i]) for r in rows) for i in range(last)]
     lines = []
     for r in rows:
         cells = [
-            r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i]) for i in range(5)
+            r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i])
+            for i in range(last)
         ]
-        lines.append("  ".join(cells) + "  " + r[5])
+        lines.append("  ".join(cells) + "  " + r[last])
+    lines.append(
+        "result: geometric mean of the repeats, with its 95% interval (log scale; "
+        f"min-max below {stats.MIN_REPEATS} repeats), as the run page shows it"
+    )
     general = [w for w in doc.get("warnings") or [] if not w.get("test_id")]
     if general:
         lines.append("")
@@ -1143,18 +1149,19 @@ def summary_table(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _mean(recs: list, key: str):
-    """Mean over repeats of a metric (summed over jobs for iops/bw_bytes)."""
-    if key in ("iops", "bw_bytes"):
-        vals = [sum(r.get(key) or 0 for r in rs) for rs in recs if rs]
-    else:
-        vals = [rs[0].get(key) for rs in recs if rs and rs[0].get(key)]
-    return sum(vals) / len(vals) if vals else None
-
-
-def _human_ns(ns: float) -> str:
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} us"
-    return f"{ns:.0f} ns"
+def repeat_series(test: dict) -> dict:
+    """Per metric, the test's per-repeat values in its own direction, as the
+    server combines them (results.compare.aggregate_repeat): iops and
+    bandwidth add up across jobs, a latency only where one record holds it."""
+    direction = test.get("direction")
+    out = {}
+    for rep in test["repeats"]:
+        recs = [r for r in rep["records"] if r["direction"] == direction]
+        if not recs:
+            continue
+        for key in ("iops", "bw_bytes", "lat_mean_ns", "clat_mean_ns"):
+            vals = [r.get(key) for r in recs]
+            if None in vals or (len(vals) > 1 and key not in ("iops", "bw_bytes")):
+                continue
+            out.setdefault(key, []).append(sum(vals))
+    return out

@@ -46,7 +46,7 @@ import uuid
 import xml.etree.ElementTree as ET
 
 from . import bundle as bundle_mod
-from . import hostconfig, qga, runner, suite, zipapp_build
+from . import hostconfig, qga, runner, stats, suite, zipapp_build
 from .hostconfig.model import MODE_FLAGS
 
 CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
@@ -1109,24 +1109,14 @@ def blank_again(guest, args) -> None:
 
 
 def _metric_mean(test: dict, profile: str):
+    """The test's figure: the geometric mean of its repeats, as the run page
+    and the end-of-run table show it (``stats.summarize``)."""
     known = {t["test_id"]: t for t in suite.tests_for(profile)}
     meta = known.get(test["test_id"])
     if not meta:
         return None, None
-    values = runner.main_metric_values(
-        [r["records"] for r in test["repeats"]], meta["metric"], test["direction"]
-    )
-    return (sum(values) / len(values) if values else None), meta["metric"]
-
-
-def _human(value, metric: str) -> str:
-    if value is None:
-        return "-"
-    if metric == "iops":
-        return f"{value:,.0f} IOPS"
-    if metric == "bw_bytes":
-        return f"{value / 1e6:,.1f} MB/s"
-    return f"{value / 1000:,.0f} us"
+    values = runner.repeat_series(test).get(meta["metric"], [])
+    return stats.summarize(values)["gmean"], meta["metric"]
 
 
 def overhead_table(host_doc: dict, guest_docs: list, profile: str) -> str:
@@ -1146,8 +1136,8 @@ def overhead_table(host_doc: dict, guest_docs: list, profile: str) -> str:
                 (
                     mode,
                     test["test_id"],
-                    _human(base, metric),
-                    _human(value, metric),
+                    stats.human(base, metric),
+                    stats.human(value, metric),
                     change,
                 )
             )

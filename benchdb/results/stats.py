@@ -60,6 +60,11 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+# A run's figure is defined once, in the agent (stdlib, so its end-of-run
+# table shows what the run page shows): mean and sample standard deviation of
+# a short list, the centre of every log-scale interval here.
+from benchdb_agent.stats import mean_sd as _mean_sd
+
 CONFIDENCE = 0.95
 # Below this (Holm-adjusted) p-value a difference is called real.
 ALPHA = 0.05
@@ -111,19 +116,6 @@ def _floats(values: Sequence[float] | None) -> list[float]:
     if None in values:
         return [float(v) for v in values if v is not None]
     return list(map(float, values))
-
-
-def _mean_sd(xs: list[float]) -> tuple[float, float | None]:
-    """Mean and sample standard deviation (n - 1) of a short list.
-
-    Plain Python: a run has a handful of repeats, and NumPy's per-call cost
-    on three numbers is ten times the arithmetic.
-    """
-    n = len(xs)
-    m = math.fsum(xs) / n
-    if n < 2:
-        return m, None
-    return m, math.sqrt(math.fsum([(v - m) ** 2 for v in xs]) / (n - 1))
 
 
 def mean(values: Sequence[float]) -> float | None:

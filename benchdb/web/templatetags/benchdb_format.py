@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from django import template
 
+from benchdb_agent import stats as agent_stats
+
 register = template.Library()
 
 # key -> (words, unit shown, divisor from the stored unit, higher is better)
@@ -58,21 +60,9 @@ def metric_axis(key: str | None) -> str:
 
 
 def human(value, metric: str) -> str:
-    if value is None:
-        return "—"
-    if metric in ("bw_bytes",):
-        return f"{value / 1e6:,.1f} MB/s"
-    if metric in ("io_bytes",):
-        return f"{value / 2**20:,.1f} MiB"
-    if metric.endswith("_ns"):
-        if value >= 1e6:
-            return f"{value / 1e6:,.2f} ms"
-        return f"{value / 1e3:,.1f} µs"
-    if metric == "runtime_s":
-        return f"{value:,.3f} s"
-    if metric == "iops":
-        return f"{value:,.0f} IOPS"
-    return f"{value:,.4g}"
+    """A figure with its unit, as the agent's end-of-run table writes it
+    (``benchdb_agent.stats.human``: one definition), with µs and an em dash."""
+    return agent_stats.human(value, metric, micro="µs", missing="—")
 
 
 @register.filter
