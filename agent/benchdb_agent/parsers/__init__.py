@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import re
 
-from . import dd, fio, ioping
-from .common import METRIC_KEYS, RECORD_KEYS, ParseError
+from . import crystaldiskmark, dd, diskspd, fio, ioping, yabs
+from .common import MAX_INPUT_BYTES, METRIC_KEYS, RECORD_KEYS, ParseError, decode
 
 __all__ = [
     "FORMATS",
+    "MAX_INPUT_BYTES",
     "METRIC_KEYS",
     "ParseError",
     "RECORD_KEYS",
+    "decode",
     "detect_format",
     "parse",
 ]
@@ -32,6 +34,11 @@ FORMATS = (
     "ioping-batch",
     "ioping-json",
     "dd",
+    "crystaldiskmark",
+    "diskspd-xml",
+    "diskspd-text",
+    "yabs-json",
+    "yabs-text",
 )
 
 _PARSERS = {
@@ -42,7 +49,23 @@ _PARSERS = {
     "ioping-batch": ioping.parse_batch,
     "ioping-json": ioping.parse_json,
     "dd": dd.parse,
+    "crystaldiskmark": crystaldiskmark.parse,
+    "diskspd-xml": diskspd.parse_xml,
+    "diskspd-text": diskspd.parse_text,
+    "yabs-json": yabs.parse_json,
+    "yabs-text": yabs.parse_text,
 }
+
+
+# Formats of tools other than fio, ioping and dd, each recognised by marks no
+# fio, ioping or dd output has (checked after fio JSON, before the rest).
+_OTHER_TOOLS = (
+    ("diskspd-xml", diskspd.looks_like_xml),
+    ("crystaldiskmark", crystaldiskmark.looks_like),
+    ("diskspd-text", diskspd.looks_like_text),
+    ("yabs-json", yabs.looks_like_json),
+    ("yabs-text", yabs.looks_like_text),
+)
 
 
 def detect_format(text: str) -> str | None:
@@ -52,6 +75,9 @@ def detect_format(text: str) -> str | None:
         return None
     if re.search(r'"fio version"\s*:', text) or re.search(r'"jobs"\s*:\s*\[', text):
         return "fio-json"
+    for fmt, looks_like in _OTHER_TOOLS:
+        if looks_like(text):
+            return fmt
     if stripped.startswith("[") and ('"stat"' in text or '"io"' in text[:2000]):
         return "ioping-json"
     if re.search(r"^[34];fio-", text, re.M):
@@ -84,7 +110,7 @@ def parse(
         if fmt is None:
             raise ParseError(
                 source,
-                "not a recognised fio, ioping or dd output (expected one of: "
+                "not a recognised benchmark output (expected one of: "
                 + ", ".join(FORMATS)
                 + ")",
             )

@@ -162,3 +162,52 @@ def rate(io_bytes: int, seconds: Decimal):
     if seconds == 0:
         return None
     return num(Decimal(io_bytes) / seconds)
+
+
+# The most one tool output may weigh: the bundle contract's limit for one raw
+# output (contract.MAX_RAW_BYTES), so what the agent reads it can also send.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+def decode(data: bytes, source: str = "<input>") -> str:
+    """The text of an uploaded or read tool output, or ParseError.
+
+    UTF-8, or UTF-16 with its byte-order mark (CrystalDiskMark 7 saves its
+    text export as UTF-16LE), or UTF-16LE without one (a NUL after each
+    ASCII byte); anything else is refused, naming the byte where it fails,
+    as is a file larger than ``MAX_INPUT_BYTES``.  Line ends are left as
+    they are (the parsers split lines on any of them)."""
+    if len(data) > MAX_INPUT_BYTES:
+        raise ParseError(
+            source,
+            f"{len(data)} bytes is larger than {MAX_INPUT_BYTES} bytes "
+            f"({MAX_INPUT_BYTES // 2**20} MiB), the most one tool output may be",
+        )
+    encoding = "utf-8"
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            data, encoding = data[len(bom) :], name
+            break
+    else:
+        if len(data) >= 4 and data[1:4:2] == b"\x00\x00" and data[0:4:2] != b"\x00\x00":
+            encoding = "utf-16-le"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ParseError(
+            source,
+            f"line {line}: byte {exc.start} is not {encoding} text ({exc.reason}); "
+            "save the output as UTF-8 or UTF-16",
+        ) from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise ParseError(
+            source, f"line {line}: a NUL character: a binary file, not a tool output"
+        )
+    return text
