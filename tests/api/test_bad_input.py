@@ -102,7 +102,7 @@ FIELD_CASES = [
     ("/tests/0/repeats/0/raw", None, "/tests/0/repeats/0/raw"),
     (
         "/tests/0/repeats/0/raw/format",
-        "crystaldiskmark",
+        "atto-bmk",
         "/tests/0/repeats/0/raw/format",
     ),
     ("/tests/0/repeats/0/raw/data", "!!not base64!!", "/tests/0/repeats/0/raw/data"),
