@@ -187,13 +187,14 @@ if BENCHDB_COMPARISON_MEMO < 0:
         "of run figures, 0 (keep none) or more"
     )
 
-# The API's submission throttles count in the cache: with several web
-# processes they must share one (CACHE_URL=redis://...); without it each
-# process counts on its own.
+# The API's throttles and the sign-in limits count in the cache: with several
+# web processes they must share one (CACHE_URL=redis://...); without it each
+# process counts on its own.  A Redis that cannot be reached degrades to that
+# (with a logged warning) instead of failing requests: benchdb/ops/cache.py.
 if os.environ.get("CACHE_URL"):
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "benchdb.ops.cache.FailSoftRedisCache",
             "LOCATION": os.environ["CACHE_URL"],
         }
     }

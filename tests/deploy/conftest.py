@@ -7,9 +7,13 @@ against the test database and the test session's broker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
+import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -91,3 +95,69 @@ def test_database_url(django_db_setup, django_db_blocker) -> str:
     with django_db_blocker.unblock():
         connection.ensure_connection()
     return embedded.database_url(connection.settings_dict)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def request(
+    url: str,
+    body: bytes | None = None,
+    headers: dict | None = None,
+    host: str = "example.org",
+    https: bool = True,
+):
+    """(status, headers, body) of one request to the production settings'
+    host, without following redirects; error statuses are answers too."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    sent = {"Host": host, **({"X-Forwarded-Proto": "https"} if https else {})}
+    req = urllib.request.Request(url, data=body, headers={**sent, **(headers or {})})
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(req, timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read()
+
+
+@contextlib.contextmanager
+def running_web(env: dict[str, str], log: Path):
+    """``entrypoint.sh web`` (gunicorn, as the web container runs it) on a
+    free port; yields its base URL once /health/ answers 200."""
+    from tests.conftest import wait_for
+
+    port = free_port()
+    env = dict(env, GUNICORN_BIND=f"127.0.0.1:{port}")
+    base = f"http://127.0.0.1:{port}"
+    with log.open("w") as handle:
+        proc = subprocess.Popen(
+            ["sh", str(ENTRYPOINT), "web"],
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for(
+                lambda: proc.poll() is not None or "Booting worker" in log.read_text(),
+                timeout=60,
+                what="gunicorn to start",
+            )
+            assert proc.poll() is None, log.read_text()[-3000:]
+            wait_for(
+                lambda: request(base + "/health/")[0] == 200,
+                timeout=30,
+                what="/health/ to answer 200",
+            )
+            yield base
+        finally:
+            stop(proc)

@@ -12,8 +12,6 @@ import json
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 import uuid
 
 import psycopg
@@ -26,21 +24,15 @@ from tests.deploy.conftest import (
     ROOT,
     free_port,
     production_env,
+    running_web,
+    stop,
     with_test_broker,
 )
+from tests.deploy.conftest import request as get
 
 # pytest-django creates the test database only for a session whose tests ask
 # for it; the subprocesses here use that database.
 pytestmark = pytest.mark.django_db
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture
@@ -94,24 +86,6 @@ def test_migrate_refuses_an_insecure_configuration(empty_database):
     assert exists[0] is None  # refused before migrating anything
 
 
-def get(url: str, host: str = "example.org", https: bool = True):
-    """(status, headers, body) without following redirects."""
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
-    headers = {"Host": host}
-    if https:
-        headers["X-Forwarded-Proto"] = "https"
-    opener = urllib.request.build_opener(NoRedirect)
-    try:
-        with opener.open(urllib.request.Request(url, headers=headers), timeout=10) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers, exc.read()
-
-
 @pytest.fixture
 def gunicorn(test_database_url, tmp_path):
     """The web container: collectstatic as at build, then `entrypoint.sh web`."""
@@ -134,32 +108,9 @@ def gunicorn(test_database_url, tmp_path):
     )
     assert collected.returncode == 0, collected.stderr
     assert (static_root / "staticfiles.json").exists()
-    port = free_port()
-    env["GUNICORN_BIND"] = f"127.0.0.1:{port}"
     log = tmp_path / "gunicorn.log"
-    with log.open("w") as handle:
-        proc = subprocess.Popen(
-            ["sh", str(ENTRYPOINT), "web"],
-            env=env,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            wait_for(
-                lambda: proc.poll() is not None or "Booting worker" in log.read_text(),
-                timeout=60,
-                what="gunicorn to start",
-            )
-            assert proc.poll() is None, log.read_text()[-3000:]
-            wait_for(
-                lambda: get(base + "/health/")[0] == 200,
-                timeout=30,
-                what="/health/ to answer 200",
-            )
-            yield base, env, log
-        finally:
-            stop(proc)
+    with running_web(env, log) as base:
+        yield base, env, log
 
 
 def test_gunicorn_serves_health_and_pages(gunicorn):
