@@ -581,7 +581,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-repeats", type=_positive, help="cap when the spread is wide")
     r.add_argument("--runtime", type=_positive, help="seconds per fio test")
     r.add_argument("--size", help="test file size (default: twice the RAM, 1-16 GiB)")
-    r.add_argument("--ioping-count", type=_positive, help="ioping requests per test")
+    r.add_argument(
+        "--ioping-count",
+        type=_positive,
+        help="at most this many ioping requests per repeat (default: as many "
+        "as --runtime allows, one every 10 ms)",
+    )
     r.add_argument("--test", action="append", help="run only this test id (repeatable)")
     r.add_argument(
         "--allow-buffered",

@@ -30,7 +30,12 @@ GiB = 2**30
 # Spread of the repeats (coefficient of variation of the test's main metric)
 # above which more repeats are run, as the Phoronix Test Suite does.
 CV_THRESHOLD = 0.10
-IOPING_INTERVAL = "0.1"
+# ioping: one request every 10 ms for as long as a fio test measures (its
+# runtime), so a repeat holds enough requests (about 200 in the quick profile's
+# 2 s, 1,000 in 10 s) for a stable figure; --ioping-count caps the number.
+IOPING_INTERVAL = "0.01"
+# ioping -J (JSON, exact nanoseconds) appeared in 1.2; older ones print text.
+IOPING_JSON_SINCE = (1, 2)
 # RAM-backed filesystems: recent tmpfs even accepts O_DIRECT, so the probe
 # alone cannot tell.
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs", "devtmpfs", "hugetlbfs")
@@ -130,9 +135,24 @@ def fio_command(test: dict, path: str, size: int, runtime: int) -> list:
     return cmd
 
 
-def ioping_command(test: dict, path: str, count: int) -> list:
+def ioping_json(version: str | None) -> bool:
+    """Whether this ioping (``ioping -v``'s line, "ioping 1.3") prints -J."""
+    m = re.search(r"(\d+)\.(\d+)", version or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= IOPING_JSON_SINCE
+
+
+def ioping_command(
+    test: dict, path: str, count: int | None, seconds: int, json_out: bool
+) -> list:
+    """ioping for ``seconds`` (``-w``, as fio's --runtime), at most ``count``
+    requests if given, with -J where the installed ioping has it."""
     opts = test["options"]
-    cmd = ["ioping", "-c", str(count), "-i", IOPING_INTERVAL, "-D", "-s", opts["size"]]
+    cmd = ["ioping", "-w", str(seconds), "-i", IOPING_INTERVAL, "-D"]
+    if count:
+        cmd += ["-c", str(count)]
+    cmd += ["-s", opts["size"]]
+    if json_out:
+        cmd.append("-J")
     if opts.get("linear") == "1":
         cmd.append("-L")
     if opts.get("write") == "1":
@@ -642,6 +662,7 @@ def _new_doc(env, tags, role, pair_id, plan, ctx) -> dict:
         "repeats": ctx.repeats,
         "max_repeats": ctx.max_repeats,
         "ioping_count": ctx.ioping_count,
+        "ioping_time_s": ctx.runtime,
         "test_file_bytes": ctx.size,
         "warmup_runtime_s": ctx.warmup_runtime or ctx.runtime,
         "size_choice": plan.get("size_choice")
@@ -955,17 +976,21 @@ def _commands(test, ctx):
         )
         return cmd, options, "fio-json", ctx.runtime * 10 + 120
     if tool == "ioping":
-        cmd = ioping_command(test, ctx.path, ctx.ioping_count)
+        json_out = ioping_json(ctx.versions.get("ioping"))
+        cmd = ioping_command(test, ctx.path, ctx.ioping_count, ctx.runtime, json_out)
         if ctx.buffered:
             cmd.remove("-D")
         options.update(
             {
-                "count": str(ctx.ioping_count),
+                "work_time_s": str(ctx.runtime),
                 "interval": IOPING_INTERVAL,
                 "direct": "0" if ctx.buffered else "1",
             }
         )
-        return cmd, options, "ioping-human", 600
+        if ctx.ioping_count:
+            options["count"] = str(ctx.ioping_count)
+        fmt = "ioping-json" if json_out else "ioping-human"
+        return cmd, options, fmt, ctx.runtime * 10 + 120
     dd_size = min(ctx.size, GiB)
     cmd = dd_command(ctx.dd_path, dd_size, ctx.dd_conv)
     options.update({"count": str(max(1, dd_size // MiB)), "conv": ctx.dd_conv})
@@ -1028,6 +1053,9 @@ def _run_repeats(result, test, ctx, progress) -> None:
             f"--runtime={ctx.warmup_runtime}" if c.startswith("--runtime=") else c
             for c in cmd
         ]
+    elif test["tool"] == "ioping" and ctx.warmup_runtime:
+        at = cmd.index("-w") + 1
+        warm = cmd[:at] + [str(ctx.warmup_runtime)] + cmd[at + 1 :]
     once("warm-up (discarded)", warm)
     records_per_repeat = []
     index = 0

@@ -27,8 +27,9 @@ SUITE_VERSION = "1"
 PROFILES = ("quick", "standard", "full")
 SWEEP_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
-# Defaults per profile: seconds per fio test, repeats (and the cap when the
-# spread is wide), ioping request count, test file size (None: twice the RAM,
+# Defaults per profile: seconds per fio test (and per ioping repeat), repeats
+# (and the cap when the spread is wide), ioping request cap (None: as many as
+# the seconds allow), test file size (None: twice the RAM,
 # 1..16 GiB, so the guest's page cache cannot hold it).
 PROFILE_DEFAULTS = {
     "quick": {
@@ -36,7 +37,7 @@ PROFILE_DEFAULTS = {
         "warmup_runtime": 1,
         "repeats": 3,
         "max_repeats": 5,
-        "ioping_count": 10,
+        "ioping_count": None,
         "size": 2**30,
         "size_choice": "1 GiB, as CrystalDiskMark's default, so the profile "
         "finishes in about 2 minutes on an ordinary disk; consequence: a guest "
@@ -52,7 +53,7 @@ PROFILE_DEFAULTS = {
         "runtime": 10,
         "repeats": 3,
         "max_repeats": 6,
-        "ioping_count": 10,
+        "ioping_count": None,
         "size": None,
         "size_choice": "twice the RAM (1..16 GiB), so the guest's page cache "
         "cannot hold the file; the host's may, under cache=writeback",
@@ -64,7 +65,7 @@ PROFILE_DEFAULTS = {
         "runtime": 10,
         "repeats": 5,
         "max_repeats": 10,
-        "ioping_count": 10,
+        "ioping_count": None,
         "size": None,
         "size_choice": "twice the RAM (1..16 GiB), so the guest's page cache "
         "cannot hold the file; the host's may, under cache=writeback",
@@ -78,7 +79,7 @@ PROFILE_DEFAULTS = {
 def estimate_seconds(profile: str) -> int:
     """Roughly how long a profile takes without extra repeats: each test's
     warm-up and repeats (fio: its runtime plus about 1 s to start; ioping:
-    its requests 0.1 s apart; dd: 1 GiB at about 200 MB/s), plus laying out
+    its runtime; dd: 1 GiB at about 200 MB/s), plus laying out
     the test file."""
     d = PROFILE_DEFAULTS[profile]
     runs = 1 + d["repeats"]
@@ -88,7 +89,7 @@ def estimate_seconds(profile: str) -> int:
         if t["tool"] == "fio":
             total += d["repeats"] * (d["runtime"] + 1) + warmup + 1
         elif t["tool"] == "ioping":
-            total += runs * (d["ioping_count"] * 0.1 + 0.5)
+            total += d["repeats"] * (d["runtime"] + 0.5) + warmup + 0.5
         else:
             total += runs * 5.5
     return int(total + 10)

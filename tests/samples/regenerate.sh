@@ -30,6 +30,11 @@ ioping -c 5 -i 0.05 -W "$work/d" > "$here/ioping/write-1.3.txt"
 ioping -c 5 -i 0.05 -s 64k -B "$work/d" > "$here/ioping/read-64k-1.3.batch"
 ioping -c 5 -i 0.05 -J "$work/d" > "$here/ioping/read-1.3.json"
 ioping -c 5 -i 0.05 -W -J "$work/d" > "$here/ioping/write-1.3.json"
+# Issue 29: the agent's own time-bounded command (-w, one request per 10 ms,
+# O_DIRECT on a file), as -J and as text.
+dd if=/dev/zero of="$work/t" bs=1M count=16 status=none
+ioping -w 1 -i 0.01 -D -s 4k -J "$work/t" > "$here/ioping/timed-read-1.3.json"
+ioping -w 1 -i 0.01 -D -s 4k "$work/t" > "$here/ioping/timed-read-1.3.txt"
 
 for loc in C de_DE.UTF-8 fr_FR.UTF-8 zh_CN.UTF-8; do
     name=$(echo "$loc" | cut -d. -f1 | tr '[:upper:]' '[:lower:]')
