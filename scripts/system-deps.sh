@@ -3,9 +3,10 @@
 # agent's tools), Chromium (browser tests), QEMU, a Linux kernel and the QEMU
 # guest agent (the real-guest and live host-config tests), the tools that put
 # real signatures on loop devices (the agent's device-safety tests: mkfs.*,
-# cryptsetup, mdadm, squashfs), and virsh (libvirt's test driver needs no
-# daemon).  Installs what is missing when run as root on Debian or
-# Ubuntu; otherwise names the packages to install and fails.
+# cryptsetup, mdadm, squashfs), virsh (libvirt's test driver needs no
+# daemon) and lvm2 (host-config asks lvs whether a volume is thin).  Installs
+# what is missing when run as root on Debian or Ubuntu; otherwise names the
+# packages to install and fails.
 set -euo pipefail
 
 need=()
@@ -30,6 +31,7 @@ command -v cryptsetup >/dev/null || need+=(cryptsetup-bin)
 command -v mdadm >/dev/null || need+=(mdadm)
 [ -x /usr/sbin/qemu-ga ] || need+=(qemu-guest-agent)
 command -v virsh >/dev/null || need+=(libvirt-clients)
+command -v lvs >/dev/null || need+=(lvm2)
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
 
 [ ${#need[@]} -eq 0 ] && exit 0

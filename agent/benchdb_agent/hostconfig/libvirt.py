@@ -8,6 +8,13 @@ is a SCSI passthrough of the host device (scsi-block).  ``bus='sata'`` is an
 AHCI controller (on q35 the built-in one).  iothreads come from
 ``<driver iothread='N'>`` or ``<driver><iothreads>`` on virtio disks, and from
 the virtio-scsi controller's ``<driver iothread='N'>`` for scsi disks.
+
+A ``<domain type='xen'>`` is run by libvirt's libxl driver, not by QEMU: each
+``<disk>`` becomes a libxl disk the way ``libxlMakeDisk`` (src/libxl/
+libxl_conf.c) makes it, and is read by the Xen rules (:mod:`.xen`): driver
+``phy`` is blkback, ``qemu`` and ``file`` are qdisk, ``tap``/``tap2`` blktap
+(qdisk for qcow/qcow2/qed), no driver name is raw with the backend left to
+libxl; ``cache=`` and ``io=`` have no effect there.
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ def disks(xml_text: str) -> List[Disk]:
     if root.tag != "domain":
         raise ValueError(f"not libvirt domain XML: the root is <{root.tag}>")
     dom_type = root.get("type", "")
+    if dom_type == "xen":
+        return _xen_disks(root)
     os_type = root.find("os/type")
     machine = os_type.get("machine", "") if os_type is not None else ""
     q35 = "q35" in machine
@@ -228,3 +237,93 @@ def _bus(disk, el, bus, device, q35, controllers, drv, driver) -> None:
         disk.set("bus", "other", f"<target bus='{bus}'>")
     if bus == "fdc" or device == "floppy":
         disk.kind = "floppy"
+
+
+# libxlMakeDisk: driver name -> (backend, {driver type: libxl format})
+_LIBXL_DRIVERS = {
+    "tap": {
+        "qcow": "qdisk",
+        "qcow2": "qdisk",
+        "qed": "qdisk",
+        "vhd": "tap",
+        "raw": "tap",
+    },
+    "qemu": {f: "qdisk" for f in ("qcow", "qcow2", "qed", "vhd", "raw")},
+    "file": {"raw": "qdisk"},
+    "phy": {"raw": "phy"},
+}
+_LIBXL_DRIVERS["tap2"] = _LIBXL_DRIVERS["tap"]
+_XEN_OS_TYPES = {"hvm": "hvm", "linux": "pv", "xen": "pv", "xenpvh": "pvh"}
+
+
+def _xen_disks(root: ET.Element) -> List[Disk]:
+    from . import xen
+
+    os_type = (root.findtext("os/type") or "").strip()
+    domain_type = _XEN_OS_TYPES.get(os_type)
+    virt = {"pv": "xen-pv", "pvh": "xen-hvm", "hvm": "xen-hvm"}.get(
+        domain_type or "", "unknown"
+    )
+    out: List[Disk] = []
+    for el in root.iter("disk"):
+        d = _libxl_disk(el)
+        disk = xen.disk_from_libxl(d, "set in the config (libxl driver)", domain_type)
+        disk.platform = "libvirt"
+        disk.set("virtualization", virt, f"<domain type='xen'>, <os><type>{os_type}")
+        drv = el.find("driver")
+        for attr in ("cache", "io"):
+            if drv is not None and drv.get(attr) not in (None, "default"):
+                disk.notes.append(
+                    f"{attr}='{drv.get(attr)}' is not passed to Xen by libvirt's "
+                    "libxl driver"
+                )
+        out.append(disk)
+    if not out:
+        raise ValueError("no <disk> in the domain XML")
+    return out
+
+
+def _libxl_disk(el: ET.Element) -> dict:
+    """The libxl_device_disk fields libvirt's libxl driver makes of a <disk>."""
+    dtype = el.get("type", "file")
+    source = el.find("source")
+    target = el.find("target")
+    driver = el.find("driver")
+    src = source.attrib if source is not None else {}
+    vdev = target.get("dev", "") if target is not None else ""
+    name = driver.get("name") if driver is not None else None
+    fmt = (driver.get("type") if driver is not None else None) or "raw"
+    if dtype == "network":
+        if name != "qemu":
+            raise ValueError(
+                f"{vdev}: only the 'qemu' driver can be used with network disks"
+            )
+        path = f"{src.get('protocol', '')}:{src.get('name', '')}"
+    else:
+        path = src.get("file") or src.get("dev") or ""
+    if name is None:
+        backend, fmt = "unknown", "raw"  # libxl picks the backend
+    elif name in _LIBXL_DRIVERS:
+        backend = _LIBXL_DRIVERS[name].get(fmt)
+        if backend is None:
+            raise ValueError(
+                f"{vdev}: libxenlight does not support disk format {fmt} with "
+                f"disk driver {name}"
+            )
+    else:
+        raise ValueError(f"{vdev}: libxenlight does not support disk driver {name}")
+    cdrom = el.get("device") == "cdrom"
+    domain = el.find("backenddomain")
+    script = el.find("script")
+    return {
+        "pdev_path": path or None,
+        "vdev": vdev,
+        "backend": backend,
+        "format": "empty" if cdrom and not path else fmt,
+        "script": script.get("path") if script is not None else None,
+        "removable": 1,
+        # libvirt makes a CD-ROM read-only whether or not it says <readonly/>
+        "readwrite": 0 if cdrom or el.find("readonly") is not None else 1,
+        "is_cdrom": 1 if cdrom else 0,
+        "backend_domname": domain.get("name") if domain is not None else None,
+    }

@@ -303,7 +303,9 @@ def to_bool(value, default: Optional[bool] = None) -> Optional[bool]:
 
 
 def backend_of_path(path: str) -> Tuple[str, str]:
-    """(storage_backend, why) guessed from a file name or device path."""
+    """(storage_backend, why) of a file name or device path: what its form
+    shows (a protocol, a zvol, a file), and for LVM-looking device paths what
+    lvs on this host says (:mod:`.lvm`; unknown elsewhere)."""
     if not path:
         return "unknown", "no path"
     why = "from the path"
@@ -322,7 +324,9 @@ def backend_of_path(path: str) -> Tuple[str, str]:
     if path.startswith("/dev/mapper/") or re.match(
         r"^/dev/(?!disk/|md/|cdrom|sr\d)[^/]+/[^/]+$", path
     ):
-        return "lvm", why
+        from . import lvm
+
+        return lvm.backend(path)
     if path.startswith("/dev/"):
         return "passthrough", why
     return "file", why

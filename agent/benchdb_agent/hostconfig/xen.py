@@ -14,6 +14,13 @@ Xen has no cache or aio setting for a disk: ``phy`` disks are served by the
 dom0 kernel's blkback (libxl picks it for raw files and block devices),
 ``qdisk`` by QEMU (other formats), which libxl runs without O_DIRECT unless
 ``direct-io-safe`` is given.  So cache_mode and aio_mode are ``default``.
+
+The guest's bus (docs/misc/vbd-interface.txt, libxl_dm.c): a PV or PVH domain
+sees every disk only as a Xen VBD (blkfront).  An HVM domain also gets, from
+libxl's QEMU, an emulated copy of each ``sd*`` disk (SCSI) and of the first
+four other disks (IDE, AHCI with ``hdtype=ahci``) with ``cache=writeback``;
+the guest uses blkfront once its PV drivers unplug the emulated copy, which
+the host cannot see: that bus is unknown, and says why.
 """
 
 from __future__ import annotations
@@ -308,14 +315,86 @@ def from_xl_cfg(text: str) -> List[Disk]:
             parsed = parse_disk_spec(spec)
         except SpecError as exc:
             raise ValueError(f"disk spec {spec!r}: {exc}") from None
-        disk = _disk(parsed, from_spec=True)
+        domain_type = {"xen-pv": "pv", "xen-hvm": "hvm"}.get(virt[0])
+        disk = disk_from_libxl(parsed, SET, domain_type)
         disk.set("virtualization", virt[0], virt[1])
         out.append(disk)
     _unique(out)
     return out
 
 
-def _disk(d: dict, from_spec: bool) -> Disk:
+_VDEV = re.compile(r"^(xvd|hd|sd)([a-z]+)(\d*)$")
+
+
+def _disk_number(vdev: str):
+    """(disk number, partition) of a vdev (vbd-interface.txt), or None."""
+    m = _VDEV.match(vdev)
+    if m:
+        number = 0
+        for ch in m.group(2):
+            number = number * 26 + (ord(ch) - ord("a") + 1)
+        return number - 1, int(m.group(3) or 0)
+    m = re.match(r"^d(\d+)(?:p(\d+))?$", vdev)
+    if m:
+        return int(m.group(1)), int(m.group(2) or 0)
+    return None
+
+
+def _bus(disk: Disk, d: dict, domain_type: Optional[str]) -> None:
+    vdev = disk.id
+    if d.get("specification") == "virtio":
+        disk.set("bus", "virtio-blk", "specification=virtio")
+        return
+    if domain_type in ("pv", "pvh"):
+        disk.set(
+            "bus",
+            "xen-blkfront",
+            f"a {domain_type.upper()} domain sees every disk only as a Xen VBD "
+            "(blkfront; Xen docs/misc/vbd-interface.txt)",
+        )
+        return
+    number = _disk_number(vdev)
+    emulated = number is not None and number[1] == 0
+    emulated = emulated and (vdev.startswith("sd") or number[0] < 4)
+    if domain_type == "hvm" and number is not None and not emulated:
+        disk.set(
+            "bus",
+            "xen-blkfront",
+            f"HVM: libxl emulates only sd* and the first four whole disks; {vdev} "
+            "is a Xen VBD only (blkfront)",
+        )
+    elif domain_type == "hvm":
+        copy = (
+            "SCSI (lsi53c895a)"
+            if vdev.startswith("sd")
+            else "IDE (AHCI with hdtype=ahci)"
+        )
+        disk.set(
+            "bus",
+            "unknown",
+            f"HVM: libxl's QEMU also emulates {vdev} as {copy} beside the Xen "
+            "VBD; the guest uses blkfront once its PV drivers unplug the "
+            "emulated disk, which the host cannot see (libxl_dm.c, "
+            "vbd-interface.txt)",
+        )
+        disk.notes.append(
+            f"HVM: {vdev} is also an emulated disk (QEMU cache=writeback) "
+            "until the guest's PV drivers unplug it"
+        )
+    else:
+        disk.set(
+            "bus",
+            "unknown",
+            "the domain type is not given: an HVM domain may see an emulated "
+            "disk, a PV one only the Xen VBD (blkfront)",
+        )
+
+
+def disk_from_libxl(d: dict, origin: str, domain_type: Optional[str]) -> Disk:
+    """A Disk from libxl_device_disk fields (``xl list -l``, a parsed disk
+    spec, or what libvirt's libxl driver makes of a ``<disk>``).  ``origin``
+    says where explicitly set fields come from; ``domain_type`` is pv, pvh,
+    hvm or None (unknown)."""
     vdev = d.get("vdev") or ""
     disk = Disk(id=vdev, platform="xen")
     disk.path = d.get("pdev_path") or ""
@@ -332,24 +411,25 @@ def _disk(d: dict, from_spec: bool) -> Disk:
         else:
             backend, bwhy = "qdisk", f"libxl picks qdisk (QEMU) for {fmt}"
     else:
-        bwhy = SET if from_spec else "xl list -l"
+        bwhy = origin
     if backend:
         disk.notes.append(f"Xen backend {backend}: {bwhy}")
-    if d.get("specification") == "virtio":
-        disk.set("bus", "virtio-blk", "specification=virtio")
-    else:
-        disk.set("bus", "xen-blkfront", "Xen PV block device (blkfront)")
-        if vdev.startswith(("hd", "sd")):
-            disk.notes.append(
-                f"vdev {vdev}: an HVM guest sees an emulated disk until its PV "
-                "drivers unplug it"
-            )
+    _bus(disk, d, domain_type)
     disk.set(
         "image_format",
         {"raw": "raw", "qcow2": "qcow2", "vhd": "vhd"}.get(fmt, "unknown"),
-        SET if fmt != "empty" else "empty CD-ROM",
+        origin if fmt != "empty" else "empty CD-ROM",
     )
-    if script:
+    driver_domain = d.get("backend_domname") or ""
+    if driver_domain not in ("", "0", "dom0", "Domain-0"):
+        disk.set(
+            "storage_backend",
+            "unknown",
+            f"served by the driver domain {driver_domain!r}: "
+            f"{disk.path or 'the device'} is that domain's device, not one of "
+            "this host's dom0",
+        )
+    elif script:
         sb = {"block-iscsi": "iscsi", "block-drbd": "other", "block-nbd": "other"}
         disk.set("storage_backend", sb.get(script, "other"), f"script={script}")
     elif disk.path:
@@ -397,7 +477,7 @@ def from_xl_json(text: str) -> List[Disk]:
         kind = (c_info.get("type") or "").lower()
         virt = {"pv": "xen-pv", "hvm": "xen-hvm", "pvh": "xen-hvm"}.get(kind, "unknown")
         for d in config.get("disks") or []:
-            disk = _disk(d, from_spec=False)
+            disk = disk_from_libxl(d, "xl list -l", kind or None)
             disk.set("virtualization", virt, f"c_info type {kind or 'absent'}")
             if len(domains) > 1:
                 disk.aliases.append(disk.id)
