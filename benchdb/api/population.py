@@ -20,10 +20,21 @@ from rest_framework.views import APIView
 
 from benchdb.api.serializers import FreshnessSerializer
 from benchdb.api.views import error_responses, filter_parameters
-from benchdb.results import answer_cache, population, stats
+from benchdb.results import across, answer_cache, population, stats
+from benchdb.results.vocab import FACETS
 
 # Parameters of these views that are not run filters.
-OWN_PARAMS = ("test_id", "metric", "comparability_key", "a", "b", "of", "format")
+OWN_PARAMS = (
+    "test_id",
+    "metric",
+    "comparability_key",
+    "a",
+    "b",
+    "of",
+    "format",
+    "facet",
+    "values",
+)
 
 
 class PopulationQuerySerializer(serializers.Serializer):
@@ -47,6 +58,32 @@ class PopulationCompareQuerySerializer(PopulationQuerySerializer):
         help_text="Setting B as run filters in a query string, e.g. "
         "cache_mode=writeback",
     )
+
+
+class PopulationRankQuerySerializer(PopulationQuerySerializer):
+    facet = serializers.ChoiceField(
+        choices=sorted(FACETS), help_text="The setting whose values are ranked."
+    )
+    values = serializers.CharField(
+        max_length=500,
+        help_text="Comma-separated values of the facet, e.g. "
+        "none,writethrough,writeback,directsync,unsafe",
+    )
+
+    def validate(self, data):
+        choices = {v for v, _label in FACETS[data["facet"]].choices}
+        values = [v.strip() for v in data["values"].split(",") if v.strip()]
+        bad = [v for v in values if v not in choices]
+        if bad:
+            raise serializers.ValidationError(
+                {"values": [f"not a {data['facet']}: {', '.join(bad)}"]}
+            )
+        if len(values) < 2 or len(set(values)) != len(values):
+            raise serializers.ValidationError(
+                {"values": ["at least two different values"]}
+            )
+        data["values"] = values
+        return data
 
 
 class SpreadSerializer(serializers.Serializer):
@@ -93,6 +130,64 @@ class PerSystemSerializer(serializers.Serializer):
     max = serializers.FloatField()
 
 
+class WilcoxonSerializer(serializers.Serializer):
+    statistic = serializers.FloatField(allow_null=True)
+    p = serializers.FloatField(allow_null=True)
+    method = serializers.CharField(allow_null=True)
+    r_plus = serializers.FloatField(allow_null=True)
+    r_minus = serializers.FloatField(allow_null=True)
+
+
+class HodgesLehmannSerializer(serializers.Serializer):
+    ratio = serializers.FloatField(help_text="B ÷ A: exp(median Walsh average).")
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    percent = serializers.FloatField()
+    confidence = serializers.FloatField()
+
+
+class ProbabilitiesSerializer(serializers.Serializer):
+    b_better = serializers.FloatField()
+    equivalent = serializers.FloatField(
+        help_text="Within ±equivalence_percent (Bayesian signed-rank test)."
+    )
+    a_better = serializers.FloatField()
+
+
+class AcrossSerializer(serializers.Serializer):
+    """B vs A over the systems that measured both (results/across.py)."""
+
+    systems = serializers.IntegerField()
+    runs = serializers.IntegerField()
+    minimum_systems = serializers.IntegerField()
+    enough = serializers.BooleanField()
+    systems_needed = serializers.IntegerField()
+    b_wins = serializers.IntegerField()
+    a_wins = serializers.IntegerField()
+    ties = serializers.IntegerField()
+    equivalence_percent = serializers.FloatField()
+    wilcoxon = WilcoxonSerializer(allow_null=True)
+    hodges_lehmann = HodgesLehmannSerializer(allow_null=True)
+    probabilities = ProbabilitiesSerializer(allow_null=True)
+    verdict = serializers.ChoiceField(choices=list(stats.VERDICTS))
+    text = serializers.CharField()
+
+
+class LeftOutSerializer(serializers.Serializer):
+    systems_not_measuring_all = serializers.IntegerField(
+        help_text="Systems that measured this setting but not every other."
+    )
+    their_runs = serializers.IntegerField()
+    runs_without_system = serializers.IntegerField(
+        help_text="Runs without a hardware description: never a system."
+    )
+
+
+class LeftOutPairSerializer(serializers.Serializer):
+    a = LeftOutSerializer()
+    b = LeftOutSerializer()
+
+
 class PopulationCompareSerializer(serializers.Serializer):
     test_id = serializers.CharField()
     metric = serializers.CharField()
@@ -120,6 +215,64 @@ class PopulationCompareSerializer(serializers.Serializer):
     per_system = PerSystemSerializer(
         required=False, help_text="Spread of the per-system ratios (paired only)."
     )
+    across = AcrossSerializer(
+        help_text="Wilcoxon signed-rank, Hodges–Lehmann ratio and the "
+        "probabilities of B better / equivalent / worse over the systems that "
+        "measured both."
+    )
+    left_out = LeftOutPairSerializer()
+    freshness = FreshnessSerializer(allow_null=True)
+
+
+class FriedmanSerializer(serializers.Serializer):
+    chi2 = serializers.FloatField(help_text="Demšar's chi²_F (no tie correction).")
+    f = serializers.FloatField(help_text="Iman–Davenport F_F.")
+    p = serializers.FloatField(help_text="p of F_F.")
+    chi2_tie_corrected = serializers.FloatField(required=False)
+    p_chi2 = serializers.FloatField(required=False)
+
+
+class RankPairSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    rank_difference = serializers.FloatField()
+    p = serializers.FloatField(help_text="Nemenyi p.")
+    different = serializers.BooleanField()
+
+
+class RankProbabilitiesSerializer(ProbabilitiesSerializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+
+
+class PopulationRankSerializer(serializers.Serializer):
+    test_id = serializers.CharField()
+    metric = serializers.CharField()
+    unit = serializers.CharField()
+    higher_is_better = serializers.BooleanField(allow_null=True)
+    comparability_key = serializers.CharField(allow_null=True)
+    facet = serializers.CharField()
+    settings = serializers.ListField(
+        child=serializers.CharField(), help_text="The values some system measured."
+    )
+    without_data = serializers.ListField(child=serializers.CharField())
+    systems = serializers.IntegerField(help_text="Systems that measured all.")
+    runs = serializers.IntegerField()
+    minimum_systems = serializers.IntegerField()
+    enough = serializers.BooleanField()
+    systems_needed = serializers.IntegerField()
+    average_ranks = serializers.DictField(
+        child=serializers.FloatField(), allow_null=True, help_text="1 = best."
+    )
+    friedman = FriedmanSerializer(allow_null=True)
+    critical_difference = serializers.FloatField(allow_null=True)
+    alpha = serializers.FloatField()
+    pairs = RankPairSerializer(many=True)
+    groups = serializers.ListField(child=serializers.ListField())
+    probabilities = RankProbabilitiesSerializer(many=True)
+    equivalence_percent = serializers.FloatField()
+    left_out = serializers.DictField(child=LeftOutSerializer())
+    text = serializers.CharField()
     freshness = FreshnessSerializer(allow_null=True)
 
 
@@ -165,8 +318,10 @@ def compare_answer(
     metric: str,
     comparability_key: str | None,
     of: str,
+    version: int = across.VERSION,
 ) -> dict:
-    """``population.compare_sets`` over two sets of run filters, stored."""
+    """``population.compare_sets`` over two sets of run filters, stored
+    (``version``, part of the key, is that of ``across``'s answers)."""
     return population.compare_sets(
         population.filter_runs(answer_cache.query_dict(filters_a)),
         population.filter_runs(answer_cache.query_dict(filters_b)),
@@ -224,12 +379,66 @@ class PopulationCompareView(APIView):
             q["metric"],
             q.get("comparability_key"),
             q["of"],
+            across.VERSION,
         )
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
         return Response(PopulationCompareSerializer(answer).data)
 
 
+@answer_cache.stored
+def rank_answer(
+    filters: list,
+    facet: str,
+    values: list,
+    test_id: str,
+    metric: str,
+    comparability_key: str | None,
+    version: int = across.VERSION,
+) -> dict:
+    """``population.rank_settings`` over run filters, stored."""
+    return population.rank_settings(
+        facet,
+        values,
+        answer_cache.query_dict(filters),
+        test_id,
+        metric,
+        comparability_key,
+    )
+
+
+class PopulationRankView(APIView):
+    @extend_schema(
+        summary="Across runs: k values of a setting ranked over systems",
+        description="E.g. facet=cache_mode&values=none,writeback,unsafe&"
+        "disk_type=sata-ssd: over the systems that measured every value with "
+        "data, average ranks (1 = best), the Friedman test (Iman–Davenport F), "
+        "Nemenyi's critical difference and post-hoc pairs, the groups a "
+        "critical-difference diagram draws, and per pair the probabilities of "
+        "B better, practically equivalent or worse (Bayesian signed-rank). "
+        "Below 6 systems: how many more are needed instead of a ranking.",
+        parameters=[PopulationRankQuerySerializer, *filter_parameters()],
+        responses={200: PopulationRankSerializer, **error_responses(400)},
+    )
+    def get(self, request):
+        query = PopulationRankQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
+        filters = _runs(_run_filters(request.query_params), "filters")
+        answer, found = rank_answer.with_freshness(
+            filters,
+            q["facet"],
+            q["values"],
+            q["test_id"],
+            q["metric"],
+            q.get("comparability_key"),
+            across.VERSION,
+        )
+        answer = {**answer, "freshness": answer_cache.freshness_of(found)}
+        return Response(PopulationRankSerializer(answer).data)
+
+
 urlpatterns = [
     path("", PopulationView.as_view(), name="population"),
     path("compare/", PopulationCompareView.as_view(), name="population-compare"),
+    path("rank/", PopulationRankView.as_view(), name="population-rank"),
 ]

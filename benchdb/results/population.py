@@ -52,7 +52,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Ln
 
-from benchdb.results import compare, stats
+from benchdb.results import across, compare, stats
 from benchdb.results.models import Result, Run
 
 # The per-run figures a population can be built from: metric -> Result column.
@@ -331,6 +331,85 @@ def compare_sets(
         out.update(_unpaired(res_a, res_b, expr, confidence))
     out["confidence"] = confidence
     out.update(_population_verdict(out, hib, margin))
+    diffs = [logs_b[h][0] - logs_a[h][0] for h in paired_ids]
+    out["across"] = across.two_settings(diffs, hib, margin)
+    out["across"]["runs"] = sum(logs_a[h][1] + logs_b[h][1] for h in paired_ids)
+    out["left_out"] = _left_out(
+        {"a": logs_a, "b": logs_b},
+        {"a": spread_a["runs"], "b": spread_b["runs"]},
+        set(paired_ids),
+    )
+    return out
+
+
+def _left_out(logs: dict, runs: dict, kept: set) -> dict:
+    """What an across-systems answer left out, and why, per setting:
+    systems that did not measure every setting compared, and runs without a
+    hardware description (a run counts as a system only with one)."""
+    out = {}
+    for name, per_system in logs.items():
+        missing = sorted(set(per_system) - kept)
+        on_systems = sum(n for _log, n in per_system.values())
+        out[name] = {
+            "systems_not_measuring_all": len(missing),
+            "their_runs": sum(per_system[h][1] for h in missing),
+            "runs_without_system": (runs[name] or 0) - on_systems,
+        }
+    return out
+
+
+def rank_settings(
+    facet: str,
+    values: list[str],
+    filters: dict,
+    test_id: str,
+    metric: str = "iops",
+    comparability_key: str | None = None,
+    margin_percent: float | None = None,
+) -> dict:
+    """k values of a facet ranked over the systems that measured all of them.
+
+    E.g. ``rank_settings("cache_mode", ["none", "writeback", ...],
+    {"role": "guest", "disk_type": "sata-ssd"}, test_id)``: per system and
+    value the mean log figure of its runs; the values no system measured
+    are left out (named); the systems that measured every remaining value
+    are ranked (``across.k_settings``: average ranks, Friedman, Nemenyi's
+    critical difference), and every pair of values gets the probabilities
+    of B better, practically equivalent (+-``margin_percent``) or worse
+    from the Bayesian signed-rank test over those systems.
+    """
+    margin = compare.equivalence_percent() if margin_percent is None else margin_percent
+    hib = compare.higher_is_better(metric)
+    runs = {v: filter_runs(_with(filters, facet, v)) for v in values}
+    if comparability_key is None:
+        both = Run.objects.filter(pk__in=filter_runs(filters).values("pk"))
+        _qs, comparability_key = _results(both, test_id, metric, None)
+    column = _column(metric)
+    logs, counts = {}, {}
+    for value, value_runs in runs.items():
+        res, _ = _results(value_runs, test_id, metric, comparability_key)
+        logs[value] = _per_system_logs(res, column)
+        counts[value] = res.count()
+    present = [v for v in values if logs[v]]
+    kept = set.intersection(*(set(logs[v]) for v in present)) if present else set()
+    complete = sorted(kept)
+    matrix = np.asarray(
+        [[logs[v][h][0] for v in present] for h in complete], dtype=float
+    ).reshape(len(complete), len(present))
+    out = across.k_settings(matrix, present, hib)
+    out["probabilities"] = across.pairwise_probabilities(matrix, present, hib, margin)
+    out.update(
+        test_id=test_id,
+        metric=metric,
+        unit=compare.MAIN_METRICS[metric]["unit"],
+        higher_is_better=hib,
+        comparability_key=comparability_key,
+        facet=facet,
+        equivalence_percent=margin,
+        runs=sum(logs[v][h][1] for v in present for h in complete),
+        without_data=[v for v in values if not logs[v]],
+        left_out=_left_out({v: logs[v] for v in present}, counts, kept),
+    )
     return out
 
 
@@ -462,6 +541,17 @@ def _short(full: dict) -> dict:
         "text": full["text"],
         "detail": full,
     }
+
+
+def _with(filters, name: str, value: str):
+    """Run filters (a dict or a QueryDict) with ``name`` set to ``value``."""
+    from django.http import QueryDict
+
+    if isinstance(filters, QueryDict):
+        out = filters.copy()
+        out.setlist(name, [value])
+        return out
+    return {**filters, name: value}
 
 
 def filter_runs(params, base: QuerySet | None = None) -> QuerySet:

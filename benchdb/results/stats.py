@@ -46,6 +46,10 @@ Choices, and why:
   ``BOOTSTRAP_MAX_VALUES`` values, and for the overhead report's per-test
   summaries, the distribution-free order-statistic interval of the median
   (``median_order_interval``) is used: exact coverage >= 95%, no resampling.
+- **Which setting wins across systems** (Wilcoxon signed-rank with the
+  Hodges–Lehmann ratio, Friedman with Nemenyi's critical difference, the
+  Bayesian signed-rank test's probabilities of better / equivalent / worse)
+  is ``results.across``, on the same SciPy and the same margin.
 - **Latency percentiles are never averaged**: a p99 of three repeats is
   shown as the three p99s and their range (``percentile_range()``).
 """
