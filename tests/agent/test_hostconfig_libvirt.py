@@ -118,3 +118,36 @@ def test_defaults_controllers_and_cdroms():
         hostconfig.for_libvirt_xml("<domain")
     with pytest.raises(ValueError, match="no <disk>"):
         hostconfig.for_libvirt_xml("<domain type='kvm'><devices/></domain>")
+
+
+def test_throttle_filters_are_said_on_both_sides():
+    # libvirt's <throttlefilters> become chains of throttle nodes (over a
+    # copy-on-read filter for vdc); the cache flags are the protocol node's
+    xml = hostconfig.for_libvirt_xml((LV / "throttlefilter.xml").read_text())
+    cmd = hostconfig.for_qemu_cmdline(
+        (LV / "throttlefilter.x86_64-latest.args").read_text()
+    )
+    for ours, run in zip(xml, cmd, strict=True):
+        assert (ours.cache_mode, run.cache_mode) == ("none", "none")
+        assert (ours.image_format, run.image_format) == ("qcow2", "qcow2")
+    assert (
+        "throttle -> throttle -> copy-on-read -> qcow2 -> host_device"
+        in (cmd[2].sources["cache_mode"])
+    )
+    groups = [[n.split(":")[0].rsplit(" ", 1)[-1] for n in d.notes] for d in cmd]
+    assert groups == [
+        ["throttle-limit0"],
+        ["throttle-limit12", "throttle-limit1"],
+        ["throttle-limit12", "throttle-limit2"],
+        [],
+    ]
+    assert cmd[0].notes == [
+        "throttled by throttle-group throttle-limit0: bps-total=4000, iops-total=4000"
+    ]
+    assert xml[0].notes == [
+        "throttled by throttle group limit0: total_bytes_sec=4000, total_iops_sec=4000"
+    ]
+    assert xml[3].notes == [
+        "throttled by <iotune>: read_iops_sec=400000, "
+        "total_bytes_sec=10000000, write_iops_sec=100000"
+    ]

@@ -538,13 +538,14 @@ LIBVIRT = REPO / "tests" / "samples" / "hostconfig" / "libvirt"
 
 def test_libvirt_generated_command_lines_on_real_qemu(tmp_path, qemus):
     """libvirt's qemuxmlconfdata .args (disk-cache: every cache mode on ide,
-    scsi, virtio and usb; iothreads), run by QEMU here: QEMU's answer is what
+    scsi, virtio and usb; iothreads; throttle filter chains over qcow2 on
+    block devices), run by QEMU here: QEMU's answer is what
     host-config reads from the .args and from the domain XML."""
     from benchdb_agent import hostconfig
     from benchdb_agent.hostconfig import qemu
 
     compared = 0
-    for name in ("disk-cache", "iothreads-disk", "disk-sata-device"):
+    for name in ("disk-cache", "iothreads-disk", "disk-sata-device", "throttlefilter"):
         args_text = (LIBVIRT / f"{name}.x86_64-latest.args").read_text()
         sub = tmp_path / name
         sub.mkdir()

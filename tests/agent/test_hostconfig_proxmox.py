@@ -115,6 +115,13 @@ def test_defaults_and_their_sources():
         "iothread=1\nscsihw: virtio-scsi-pci\n"
     )
     pci = {d.id: d for d in hostconfig.for_proxmox(conf, STORAGE)}
+    limited = hostconfig.for_proxmox(
+        "scsi0: local-lvm:vm-1-disk-0,mbps_rd=100,iops_wr=500,iops=0\n", STORAGE
+    )[0]
+    assert limited.notes == [
+        "throttled (qemu-server's throttle-group): iops_wr=500, mbps_rd=100"
+    ]
+    assert not [n for n in pci["scsi0"].notes if "throttled" in n]
     assert pci["scsi0"].iothread == "no"  # only virtio-scsi-single gives one
     assert "ignored" in pci["scsi0"].sources["iothread"]
     assert pci["virtio0"].iothread == "yes"

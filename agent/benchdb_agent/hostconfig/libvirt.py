@@ -66,12 +66,38 @@ def disks(xml_text: str) -> List[Disk]:
     controllers: Dict[tuple, ET.Element] = {}
     for ctl in root.iter("controller"):
         controllers[(ctl.get("type"), ctl.get("index", "0"))] = ctl
+    groups = {
+        (g.findtext("group_name") or "").strip(): _limits(g)
+        for g in root.findall("throttlegroups/throttlegroup")
+    }
     out: List[Disk] = []
     for el in root.iter("disk"):
-        out.append(_disk(el, dom_type, q35, controllers))
+        disk = _disk(el, dom_type, q35, controllers)
+        for f in el.findall("throttlefilters/throttlefilter"):
+            limits = groups.get(f.get("group", ""), {})
+            if limits:
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(limits.items()))
+                disk.notes.append(
+                    f"throttled by throttle group {f.get('group')}: {shown}"
+                )
+        iotune = el.find("iotune")
+        if iotune is not None and _limits(iotune):
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(_limits(iotune).items()))
+            disk.notes.append(f"throttled by <iotune>: {shown}")
+        out.append(disk)
     if not out:
         raise ValueError("no <disk> in the domain XML")
     return out
+
+
+def _limits(el: ET.Element) -> Dict[str, str]:
+    """The non-zero limits (total_bytes_sec, read_iops_sec, ...) of an
+    <iotune> or <throttlegroup>."""
+    return {
+        child.tag: (child.text or "").strip()
+        for child in el
+        if child.tag != "group_name" and (child.text or "").strip() not in ("", "0")
+    }
 
 
 def _disk(el: ET.Element, dom_type: str, q35: bool, controllers) -> Disk:

@@ -33,6 +33,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .model import SET, Disk
 
+THROTTLE_KEY = re.compile(r"^(bps|iops|mbps)(_rd|_wr)?(_max)?$")
 DISK_KEY = re.compile(r"^(?P<bus>ide|sata|scsi|virtio|efidisk|tpmstate)(?P<n>\d+)$")
 BACKEND = {
     "dir": "file",
@@ -208,6 +209,14 @@ def disks(
             disk.set("virtualization", "qemu-tcg", "set in the config (kvm: 0)")
         else:
             disk.set("virtualization", "kvm", "Proxmox default (kvm: 1)")
+        limits = {
+            k: v
+            for k, v in opts.items()
+            if THROTTLE_KEY.match(k) and v.strip() not in ("", "0")
+        }
+        if limits:
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(limits.items()))
+            disk.notes.append(f"throttled (qemu-server's throttle-group): {shown}")
         cdrom = opts.get("media") == "cdrom"
         if iface == "efidisk":
             disk.kind = "efivars"

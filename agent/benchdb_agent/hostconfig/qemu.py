@@ -346,7 +346,7 @@ class Command:
         self.accel: Optional[str] = None
         self.accel_source = ""
         self.snapshot = False
-        self.objects: List[Dict[str, str]] = []
+        self.objects: List[dict] = []
         self._parse()
 
     def _parse(self) -> None:
@@ -424,11 +424,12 @@ class Command:
                 if value.strip().startswith("{"):
                     try:
                         obj = json.loads(value)
-                        self.objects.append({k: str(v) for k, v in obj.items()})
+                        if isinstance(obj, dict):
+                            self.objects.append(obj)
                     except ValueError:
                         pass
                 else:
-                    self.objects.append(opts_dict(value, "qom-type"))
+                    self.objects.append(_nest(opts_dict(value, "qom-type")))
 
     def _add_drive(self, opts: dict, option: str) -> None:
         opts = dict(opts)
@@ -436,6 +437,23 @@ class Command:
         self.drives.append(opts)
 
     # -- facts --------------------------------------------------------------
+
+    def throttle_limits(self, group: str) -> Dict[str, str]:
+        """The non-zero limits of ``-object throttle-group,id=GROUP`` (its
+        ``limits`` object, or the older ``x-bps-total=``... properties)."""
+        for obj in self.objects:
+            if obj.get("qom-type") == "throttle-group" and obj.get("id") == group:
+                limits = obj.get("limits")
+                flat = dict(limits) if isinstance(limits, dict) else {}
+                for key, value in obj.items():
+                    if key.startswith("x-"):
+                        flat[key[2:]] = value
+                return {
+                    k: str(v)
+                    for k, v in flat.items()
+                    if k != "_ref" and str(v) not in ("0", "", "None")
+                }
+        return {}
 
     @property
     def machine_type(self) -> str:
@@ -744,6 +762,24 @@ def _leaf(node: dict, nodes: Dict[str, dict], inherit=None):
         return node, fmt, direct, no_flush, explicit, chain
 
 
+def _throttle_notes(cmd: Command, node, disk: Disk) -> None:
+    """A note per throttle filter with limits above the disk: a benchmark of
+    a throttled disk measures the throttle."""
+    seen = set()
+    while isinstance(node, dict) and id(node) not in seen:
+        seen.add(id(node))
+        if node.get("driver") == "throttle":
+            group = str(node.get("throttle-group", ""))
+            limits = cmd.throttle_limits(group)
+            if limits:
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(limits.items()))
+                disk.notes.append(f"throttled by throttle-group {group}: {shown}")
+        child = node.get("file")
+        if isinstance(child, dict) and set(child) == {"_ref"}:
+            child = child["_ref"]
+        node = cmd.blockdevs.get(child) if isinstance(child, str) else child
+
+
 def _blockdev_disk(cmd: Command, name: str) -> Disk:
     top = cmd.blockdevs[name]
     disk = Disk(id=name)
@@ -757,6 +793,7 @@ def _blockdev_disk(cmd: Command, name: str) -> Disk:
     elif not path and driver in ("nbd", "nfs", "gluster", "ssh", "http", "https"):
         path = f"{driver}:{proto.get('export') or proto.get('path') or ''}"
     disk.path = path
+    _throttle_notes(cmd, top, disk)
     where = " -> ".join(chain)
     if explicit:
         why = f"set in the config (-blockdev {where})"
