@@ -4,9 +4,10 @@
 # guest agent (the real-guest and live host-config tests), the tools that put
 # real signatures on loop devices (the agent's device-safety tests: mkfs.*,
 # cryptsetup, mdadm, squashfs), virsh (libvirt's test driver needs no
-# daemon) and lvm2 (host-config asks lvs whether a volume is thin).  Installs
-# what is missing when run as root on Debian or Ubuntu; otherwise names the
-# packages to install and fails.
+# daemon), lvm2 (host-config asks lvs whether a volume is thin) and nginx
+# (the production proxy's configuration, docker/nginx.conf).  Installs what is
+# missing when run as root on Debian or Ubuntu; otherwise names the packages
+# to install and fails.
 set -euo pipefail
 
 need=()
@@ -32,6 +33,7 @@ command -v mdadm >/dev/null || need+=(mdadm)
 [ -x /usr/sbin/qemu-ga ] || need+=(qemu-guest-agent)
 command -v virsh >/dev/null || need+=(libvirt-clients)
 command -v lvs >/dev/null || need+=(lvm2)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx)
 ls /boot/vmlinuz-* >/dev/null 2>&1 || need+=(linux-image-amd64)
 
 [ ${#need[@]} -eq 0 ] && exit 0

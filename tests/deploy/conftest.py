@@ -112,6 +112,7 @@ def request(
     headers: dict | None = None,
     host: str = "example.org",
     https: bool = True,
+    timeout: float = 30,
 ):
     """(status, headers, body) of one request to the production settings'
     host, without following redirects; error statuses are answers too."""
@@ -124,10 +125,19 @@ def request(
     req = urllib.request.Request(url, data=body, headers={**sent, **(headers or {})})
     opener = urllib.request.build_opener(NoRedirect)
     try:
-        with opener.open(req, timeout=30) as r:
+        with opener.open(req, timeout=timeout) as r:
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers, exc.read()
+
+
+def answers(url: str) -> int | None:
+    """The status of ``url``, or None while nothing answers in time (a
+    server still starting on busy cores)."""
+    try:
+        return request(url, timeout=10)[0]
+    except OSError:
+        return None
 
 
 @contextlib.contextmanager
@@ -154,8 +164,8 @@ def running_web(env: dict[str, str], log: Path):
             )
             assert proc.poll() is None, log.read_text()[-3000:]
             wait_for(
-                lambda: request(base + "/health/")[0] == 200,
-                timeout=30,
+                lambda: answers(base + "/health/") == 200,
+                timeout=120,
                 what="/health/ to answer 200",
             )
             yield base

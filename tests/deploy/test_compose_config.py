@@ -20,7 +20,7 @@ import pytest
 from tests.deploy.conftest import ROOT
 
 DOCKER = ROOT / "docker"
-LONG_RUNNING = ("postgres", "redis", "web", "worker", "beat")
+LONG_RUNNING = ("postgres", "redis", "web", "proxy", "worker", "beat")
 APP_SERVICES = ("web", "worker", "beat")
 
 
@@ -89,6 +89,7 @@ def test_it_has_every_service_with_health_checks(config):
         assert test and test[0] in ("CMD", "CMD-SHELL"), name
     assert services["postgres"]["image"].startswith("postgres:15")
     assert services["redis"]["image"].startswith("redis:7")
+    assert services["proxy"]["image"].startswith("nginx:1.")
 
 
 def test_it_migrates_once_before_web_and_workers_start(config):
@@ -162,3 +163,32 @@ def test_the_image_runs_as_a_user_from_a_pinned_base():
     assert re.search(r"^USER benchdb$", dockerfile, re.M)
     assert "npm ci" in dockerfile
     assert "collectstatic" in dockerfile and "STATIC_MANIFEST=true" in dockerfile
+
+
+def env_example() -> dict[str, str]:
+    text = (DOCKER / ".env.example").read_text()
+    return dict(re.findall(r"^([A-Z_]+)=(.*)$", text, re.M))
+
+
+def test_only_the_buffering_proxy_is_published_and_on_loopback(config):
+    services = config["services"]
+    published = {name for name, service in services.items() if service.get("ports")}
+    assert published == {"proxy"}  # gunicorn's 8000 is reachable through it only
+    (port,) = services["proxy"]["ports"]
+    assert port["host_ip"] == "127.0.0.1" and port["published"] == "8000"
+    assert port["target"] == 8080
+    assert "listen 8080;" in (DOCKER / "nginx.conf").read_text()
+    assert "server web:8000;" in (DOCKER / "nginx.conf").read_text()
+    mounts = {v["target"]: v for v in services["proxy"]["volumes"]}
+    assert mounts["/etc/nginx/conf.d/default.conf"]["read_only"] is True
+
+
+def test_the_example_trusts_only_the_proxy_it_ships(config):
+    proxy = config["services"]["proxy"]["networks"]["front"]["ipv4_address"]
+    (subnet,) = config["networks"]["front"]["ipam"]["config"]
+    env = env_example()
+    assert env["FORWARDED_ALLOW_IPS"] == proxy
+    assert env["TRUSTED_PROXIES"].split(",") == [proxy, subnet["gateway"]]
+    assert "NUM_PROXIES" not in env  # walking trusted hops, not counting them
+    # nginx believes X-Forwarded-Proto from that gateway (the host) only.
+    assert f"{subnet['gateway']} 1;" in (DOCKER / "nginx.conf").read_text()
