@@ -56,6 +56,10 @@ def test_cases_cover_the_hard_parts():
     lun = hostconfig.for_libvirt_xml((LV / "disk-scsi-lun-passthrough.xml").read_text())
     assert [d.bus for d in lun] == ["virtio-scsi", "virtio-scsi"]
     assert all(d.is_target for d in lun)
+    # device='lun' is scsi-block: SG_IO in QEMU's thread pool, and the host
+    # disk's own write cache, which is not on this machine
+    assert [(d.aio, d.cache_mode) for d in lun] == [("threads", "unknown")] * 2
+    assert "not a SCSI disk of this machine" in lun[0].sources["cache_mode"]
     io = {
         d.id: d
         for d in hostconfig.for_libvirt_xml((LV / "iothreads-disk.xml").read_text())

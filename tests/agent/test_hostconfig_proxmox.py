@@ -72,6 +72,15 @@ def test_config_reader_agrees_with_the_generated_command_line(era, name):
         else:
             assert disk.kind == run.kind, disk_id
         ours, qemus = disk.to_tags(), run.to_tags()
+        if "scsiblock=1: scsi-block" in disk.sources["cache_mode"]:
+            # /dev/sdg is not here: scsi-block or scsi-hd is for the host's
+            # INQUIRY to say; qemu-server's test machine had no such SCSI
+            # disk, so it generated scsi-hd, whose values the source names
+            assert "'scsi-hd,bus=scsihw0.0" in (PVE / era / f"{name}.cmd").read_text()
+            for tag, attr in (("cache_mode", "cache_mode"), ("aio_mode", "aio")):
+                assert ours[tag] == "unknown"
+                assert f"else scsi-hd ({qemus[tag]})" in disk.sources[attr]
+            ours.update(cache_mode=qemus["cache_mode"], aio_mode=qemus["aio_mode"])
         for tag in COMPARED:
             assert ours[tag] == qemus[tag], (disk_id, tag, disk.sources.get(tag))
         assert disk.virtualization == run.virtualization
@@ -229,3 +238,47 @@ def test_cli_reads_qm_config_from_stdin_with_storage_cfg():
     assert (
         disks["virtio2"]["sources"]["cache_mode"] == "set in the config (cache=unsafe)"
     )
+
+
+def fake_scsi_disk(root, name, kind="0", cache_type="write back"):
+    """A host SCSI disk's sysfs entries (no SCSI disk can be attached here)."""
+    device = root / "class" / "block" / name / "device"
+    (device / "scsi_disk" / "6:0:0:0").mkdir(parents=True)
+    (device / "type").write_text(kind + "\n")
+    (device / "scsi_disk" / "6:0:0:0" / "cache_type").write_text(cache_type + "\n")
+
+
+def test_scsiblock_follows_the_host_disk(tmp_path, monkeypatch):
+    from benchdb_agent.hostconfig import scsi
+
+    monkeypatch.setattr(scsi, "SYSFS", str(tmp_path))
+    conf = (PVE / "blockdev" / "scsiblk.conf").read_text()
+    fake_scsi_disk(tmp_path, "sdg")
+    disk = hostconfig.for_proxmox(conf, STORAGE, "10.0")[0]
+    # scsi-block: SG_IO, no host page cache, the disk's write cache on
+    assert (disk.cache_mode, disk.aio, disk.bus) == ("none", "threads", "scsi")
+    assert "'write back' (sysfs cache_type)" in disk.sources["cache_mode"]
+    assert "thread pool whatever aio= says" in disk.sources["aio"]
+    assert "peripheral type 0" in disk.sources["aio"]
+    # the command line qemu-server generates on such a host (DriveDevice.pm:
+    # scsi-block gets neither device_id nor write-cache) reads the same
+    cmd = (PVE / "blockdev" / "scsiblk.conf.cmd").read_text()
+    cmd = cmd.replace("'scsi-hd,", "'scsi-block,").replace(",device_id=drive-scsi0", "")
+    cmd = cmd.replace(",write-cache=on", "")
+    (run,) = [d for d in hostconfig.for_qemu_cmdline(cmd) if d.kind == "disk"]
+    assert (run.cache_mode, run.aio, run.bus) == ("none", "threads", "scsi")
+    assert run.sources["cache_mode"] == disk.sources["cache_mode"]
+    fake_scsi_disk(tmp_path / "wt", "sdg", cache_type="write through")
+    monkeypatch.setattr(scsi, "SYSFS", str(tmp_path / "wt"))
+    disk = hostconfig.for_proxmox(conf, STORAGE, "10.0")[0]
+    assert (disk.cache_mode, disk.aio) == ("directsync", "threads")
+    # a CD/DVD drive (type 5) is not a disk: qemu-server attaches scsi-hd
+    fake_scsi_disk(tmp_path / "cd", "sdg", kind="5")
+    monkeypatch.setattr(scsi, "SYSFS", str(tmp_path / "cd"))
+    disk = hostconfig.for_proxmox(conf, STORAGE, "10.0")[0]
+    assert (disk.cache_mode, disk.aio) == ("none", "io_uring")
+    assert any("scsiblock=1 gives scsi-hd here" in n for n in disk.notes)
+    # a storage volume: qemu-server asks INQUIRY only of a path
+    vol = hostconfig.for_proxmox("scsi0: local-lvm:vm-1-disk-0,scsiblock=1\n", STORAGE)
+    assert vol[0].aio == "io_uring"
+    assert any("no effect on a storage volume" in n for n in vol[0].notes)

@@ -23,7 +23,7 @@ import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional
 
 from .model import MODE_FLAGS, Disk
-from .qemu import backend_of_path
+from .qemu import backend_of_path, set_scsi_block
 
 NETWORK_BACKEND = {
     "rbd": "ceph-rbd",
@@ -234,7 +234,8 @@ def _bus(disk, el, bus, device, q35, controllers, drv, driver) -> None:
         else:
             disk.set("bus", "scsi", "libvirt default SCSI controller (lsi on x86)")
         if device == "lun":
-            disk.notes.append("device='lun': SCSI passthrough of the host device")
+            # libvirt runs device='lun' as scsi-block
+            set_scsi_block(disk)
     elif bus == "sata":
         disk.set("bus", "sata", "<target bus='sata'> (AHCI)")
     elif bus == "ide":

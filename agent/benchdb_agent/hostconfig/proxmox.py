@@ -31,7 +31,9 @@ import re
 import subprocess
 from typing import Dict, List, Optional, Tuple
 
+from . import scsi
 from .model import SET, Disk
+from .qemu import set_scsi_block
 
 THROTTLE_KEY = re.compile(r"^(bps|iops|mbps)(_rd|_wr)?(_max)?$")
 DISK_KEY = re.compile(r"^(?P<bus>ide|sata|scsi|virtio|efidisk|tpmstate)(?P<n>\d+)$")
@@ -340,6 +342,8 @@ def disks(
             _aio(disk, opts, stype, scfg, direct, storage_known)
         # bus
         _bus(disk, iface, scsihw, q35)
+        if iface == "scsi" and _truthy(opts.get("scsiblock")) and disk.kind == "disk":
+            _scsiblock(disk, volume)
         # iothread
         if _truthy(opts.get("iothread")):
             if iface == "virtio" or (
@@ -364,6 +368,33 @@ def disks(
             "Proxmox config"
         )
     return out
+
+
+def _scsiblock(disk: Disk, volume: str) -> None:
+    """scsiblock=1: qemu-server attaches a path that answers INQUIRY as a
+    SCSI disk (type 0) with scsi-block, anything else with scsi-hd."""
+    if not volume.startswith("/"):
+        disk.notes.append(
+            "scsiblock=1 has no effect on a storage volume (qemu-server asks "
+            "INQUIRY only of a path)"
+        )
+        return
+    is_scsi, why = scsi.is_scsi_disk(volume)
+    if is_scsi:
+        set_scsi_block(disk)
+        disk.sources["aio"] += f"; scsiblock=1 and {why}"
+    elif is_scsi is None:
+        for name in ("cache_mode", "aio"):
+            disk.set(
+                name,
+                "unknown",
+                f"scsiblock=1: scsi-block (the disk's own write cache, SG_IO in "
+                f"QEMU's thread pool) if {volume} is a SCSI disk, else scsi-hd "
+                f"({getattr(disk, name)}); {why}",
+            )
+        disk.cache_flags = None
+    else:
+        disk.notes.append(f"scsiblock=1 gives scsi-hd here: {why}")
 
 
 def _aio(disk, opts, stype, scfg, direct, storage_known) -> None:

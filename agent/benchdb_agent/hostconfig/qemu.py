@@ -857,6 +857,20 @@ _OTHER_SCSI = {
 }
 
 
+def set_scsi_block(disk: Disk) -> None:
+    """A scsi-block disk's cache and aio: the host disk's, by SG_IO."""
+    from . import scsi
+
+    mode, write_back, why = scsi.cache(disk.path)
+    if write_back is None:
+        disk.set("cache_mode", mode, why)
+        disk.cache_flags = None
+    else:
+        disk.set_cache(write_back, True, False, why)
+    disk.set("aio", "threads", scsi.THREADS_WHY)
+    disk.notes.append("scsi-block: SCSI passthrough of the host disk")
+
+
 def _apply_device(cmd: Command, disk: Disk, dev: Dict[str, str], blockdev: bool):
     driver = dev.get("driver", "")
     where = f"-device {driver}"
@@ -891,6 +905,9 @@ def _apply_device(cmd: Command, disk: Disk, dev: Dict[str, str], blockdev: bool)
             disk.set("iothread", "yes", f"set in the config ({ctl_driver} iothread=)")
         if driver == "scsi-cd":
             disk.kind = "cdrom"
+        if driver == "scsi-block":
+            set_scsi_block(disk)
+            return
     elif driver.startswith("ide-"):
         bus = dev.get("bus", "")
         ctl = _controller(cmd, bus, {"ich9-ahci", "ahci"}) if bus else None

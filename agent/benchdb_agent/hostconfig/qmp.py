@@ -26,6 +26,7 @@ from .qemu import (
     SCSI_HBAS,
     VIRTIO_BLK,
     backend_of_path,
+    set_scsi_block,
 )
 
 
@@ -313,6 +314,8 @@ def _bus_from_types(disk: Disk, dev: dict) -> None:
         disk.set("bus", bus, f"{FROM_QMP}: {kind} on {ctl or 'a SCSI bus'}")
         if kind == "scsi-cd":
             disk.kind = "cdrom"
+        if kind == "scsi-block":
+            set_scsi_block(disk)
     elif kind.startswith("ide-"):
         sata = "ahci" in ctl
         disk.set(
