@@ -969,9 +969,13 @@ class SavedComparisonSerializer(ComparisonSerializer):
     run_ids = serializers.SerializerMethodField()
     reference_run_id = serializers.SerializerMethodField()
     comparison = serializers.SerializerMethodField()
+    unavailable_runs = serializers.SerializerMethodField(
+        help_text="How many of the saved runs are no longer available to you "
+        "(deleted, made private or hidden by the moderators): left out."
+    )
 
     class Meta(ComparisonSerializer.Meta):
-        fields = [*ComparisonSerializer.Meta.fields, "comparison"]
+        fields = [*ComparisonSerializer.Meta.fields, "comparison", "unavailable_runs"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.ListField(child=serializers.IntegerField()))
@@ -985,6 +989,9 @@ class SavedComparisonSerializer(ComparisonSerializer):
     @extend_schema_field(ComparisonResultSerializer(allow_null=True))
     def get_comparison(self, obj) -> dict | None:
         return self.context["view_of"].data
+
+    def get_unavailable_runs(self, obj) -> int:
+        return self.context["view_of"].unavailable
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):

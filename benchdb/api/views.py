@@ -13,7 +13,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.http import FileResponse
+from django.http import FileResponse, Http404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -339,9 +339,8 @@ class RunViewSet(
                 raise exceptions.NotAuthenticated(str(exc)) from None
             return reads.list_columns(runs) if self.action == "list" else runs
         if self.action == "similar":
-            # What it reads of the run: the match facets, the disk type and
-            # who may see it hidden (reads.check_not_hidden), not the other
-            # 50 columns nor the baseline's row.
+            # What it reads of the run: the match facets and the disk type,
+            # not the other 50 columns nor the baseline's row.
             runs = (
                 readable_runs(self.request)
                 .select_related("hardware")
@@ -371,10 +370,14 @@ class RunViewSet(
         return super().filter_queryset(queryset)
 
     def get_object(self):
-        run = super().get_object()
-        # A hidden run: its owner and staff only (reads.check_not_hidden,
-        # the pages' rule); RunHidden becomes 410 (api/exceptions.py).
-        return reads.check_not_hidden(run, self.request.user, owner_key(self.request))
+        try:
+            return super().get_object()
+        except Http404:
+            # A hidden run (readable by its owner and staff only): 410 with
+            # the reason for anyone else, as its page answers
+            # (reads.check_gone; RunHidden becomes 410 in api/exceptions.py).
+            reads.check_gone(self.kwargs[self.lookup_url_kwarg or self.lookup_field])
+            raise
 
     def get_serializer_class(self):
         if self.action == "retrieve":
@@ -717,8 +720,9 @@ class ComparisonViewSet(
 
     @extend_schema(
         summary="A saved comparison, computed now",
-        description="Runs that are no longer readable (deleted, made private) "
-        "are left out; `comparison` is null when none is left.",
+        description="Runs that are no longer readable (deleted, made private, "
+        "hidden by the moderators) are left out and counted in "
+        "`unavailable_runs`; `comparison` is null when none is left.",
         responses={200: s.SavedComparisonSerializer, **error_responses(404)},
     )
     def retrieve(self, request, *args, **kwargs):

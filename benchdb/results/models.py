@@ -179,18 +179,26 @@ class Hardware(models.Model):
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def readable_q(user=None, owner_key: str = "") -> Q:
-    """Who may open a run by its id: the one visibility rule, as a filter.
+# The visibilities that let anyone open a run by its id (unless hidden).
+OPEN_VISIBILITIES = (Visibility.PUBLIC, Visibility.UNLISTED)
 
-    Public and unlisted runs: anyone.  Private runs: their owner (the signed-in
-    account, or whoever presents the run's owner key) and staff.  Lists and
-    aggregates are narrower (``RunQuerySet.listed``); ``Run.is_visible_to``
-    is the same rule for a row already loaded, and tests/api/test_visibility
-    holds the two to each other.
+
+def readable_q(user=None, owner_key: str = "") -> Q:
+    """Who may open a run: the one visibility rule, as a filter.
+
+    Moderation is part of it.  Public and unlisted runs not hidden by the
+    moderators: anyone.  Any run (private, hidden): its owner (the signed-in
+    account, or whoever presents the run's owner key) and staff.  Every
+    reader of a run's figures applies it (its page and detail, comparisons
+    and their exports, saved links, baselines shown under a guest, a
+    submission's status); lists, aggregates and the dump apply the narrower
+    ``RunQuerySet.listed``, which is this rule for anyone, less unlisted
+    runs.  ``Run.is_visible_to`` is the same rule for a row already loaded,
+    and tests/api/test_visibility holds the three to each other.
     """
     if user is not None and user.is_authenticated and user.is_staff:
         return Q()
-    q = Q(visibility__in=[Visibility.PUBLIC, Visibility.UNLISTED])
+    q = Q(visibility__in=OPEN_VISIBILITIES, hidden=False)
     if user is not None and user.is_authenticated:
         q |= Q(owner=user)
     if owner_key:
@@ -200,8 +208,16 @@ def readable_q(user=None, owner_key: str = "") -> Q:
 
 class RunQuerySet(models.QuerySet):
     def listed(self) -> RunQuerySet:
-        """Runs anyone may see in lists, reports, aggregates and the dump."""
+        """Runs anyone may see in lists, reports, aggregates and the dump:
+        those ``readable_q`` opens to anyone, but unlisted ones (the same
+        condition the partial indexes of listed runs carry)."""
         return self.filter(visibility=Visibility.PUBLIC, hidden=False)
+
+    def gone(self) -> RunQuerySet:
+        """Runs ``readable_q`` would open to anyone but that the moderators
+        hid: asked for by id, they answer 410 Gone with the reason instead
+        of 404 (``reads.check_gone``)."""
+        return self.filter(visibility__in=OPEN_VISIBILITIES, hidden=True)
 
     def visible(self) -> RunQuerySet:
         """The older name of ``listed``."""
@@ -444,7 +460,8 @@ class Run(models.Model):
 
     def moderate(self, action: str, reason: str = "") -> None:
         """Staff moderation: flag/unflag (suspect, with the reason) or
-        hide/unhide (out of lists and aggregates; its page says why)."""
+        hide/unhide (out of every reader but its owner and staff,
+        ``readable_q``; its page says why)."""
         if action == "flag":
             self.suspect = True
             self.suspect_reasons = [
@@ -466,7 +483,7 @@ class Run(models.Model):
         if user is not None and user.is_authenticated:
             if user.is_staff or self.owner_id == user.pk:
                 return True
-        if self.visibility in (Visibility.PUBLIC, Visibility.UNLISTED):
+        if self.visibility in OPEN_VISIBILITIES and not self.hidden:
             return True
         return bool(owner_key) and self.check_owner_key(owner_key)
 

@@ -3,13 +3,19 @@
 Pages (benchdb/web/views.py) and the API (benchdb/api/views.py) call these
 functions with the same arguments and get the same runs, the same limits and
 the same figures; the views only shape the answer (HTML or JSON).  Who may
-see a run is decided by two rules in models.py, each written once:
+see a run is decided by one rule in models.py, ``readable_q``, moderation
+included, in two shapes:
 
+- ``Run.objects.visible_to(user, owner_key)`` / ``Run.is_visible_to``: a
+  run's figures wherever they are shown, by id (its page, comparisons and
+  their exports, saved links, a baseline under its guest): public or
+  unlisted and not hidden; any run for its owner, the holder of its owner
+  key, and staff;
 - ``Run.objects.listed()``: lists, reports, aggregates and the public dump
-  (public and not hidden);
-- ``Run.objects.visible_to(user, owner_key)`` / ``Run.is_visible_to``: opening
-  a run by its id (public or unlisted; private ones for their owner, the
-  holder of the owner key, and staff).
+  (the same for anyone, less unlisted runs).
+
+A hidden run asked for by id by someone else answers 410 Gone with the
+moderators' reason (``check_gone``) instead of 404.
 
 A run's host baseline is a run too: its id and figures are shown only to
 whoever may open it (``shown_baseline``), and in lists only when it is
@@ -241,21 +247,18 @@ class ListRowsPaginator(IdPaginator):
         return list_rows(rows, *self.reader)
 
 
-def may_see_hidden(run: Run, user=None, owner_key: str = "") -> bool:
-    """Who may still open a hidden run (with its reason): its owner (the
-    account, or the holder of its owner key) and staff."""
-    if user is not None and user.is_authenticated:
-        if user.is_staff or run.owner_id == user.pk:
-            return True
-    return bool(owner_key) and run.check_owner_key(owner_key)
-
-
-def check_not_hidden(run: Run, user=None, owner_key: str = "") -> Run:
-    """The one rule for opening a hidden run by its id, for pages and API:
-    ``RunHidden`` unless the viewer ``may_see_hidden``."""
-    if run.hidden and not may_see_hidden(run, user, owner_key):
-        raise RunHidden(run)
-    return run
+def check_gone(pk) -> None:
+    """After a run was not found among those a viewer may open: RunHidden
+    (410 with the reason, pages and API alike) when the moderators hid a run
+    that anyone could otherwise open (``RunQuerySet.gone``); nothing else
+    (404: a private run stays unknown).  ``pk`` as a URL gave it: anything
+    but a run id is no run."""
+    if not str(pk).isascii() or not str(pk).isdigit() or int(pk) >= 2**63:
+        return
+    gone = Run.objects.gone().only("id", "hidden", "hidden_reason")
+    found = gone.filter(pk=int(pk)).first()
+    if found is not None:
+        raise RunHidden(found)
 
 
 def shown_baseline(run: Run, user=None, owner_key: str = "") -> Run | None:
@@ -316,13 +319,16 @@ def detail_runs(user=None, owner_key: str = "") -> RunQuerySet:
 
 def run_detail(pk: int, user=None, owner_key: str = "") -> Run:
     """One run as the viewer may see it; Run.DoesNotExist otherwise, and
-    RunHidden for a hidden run the viewer may not see (``check_not_hidden``).
+    RunHidden for a hidden run the viewer may not see (``check_gone``).
 
     The baseline of a run is blanked on the returned (unsaved) instance when
     the viewer may not open it, so no template or serializer can show it.
     """
-    run = detail_runs(user, owner_key).get(pk=pk)
-    check_not_hidden(run, user, owner_key)
+    try:
+        run = detail_runs(user, owner_key).get(pk=pk)
+    except Run.DoesNotExist:
+        check_gone(pk)
+        raise
     return attach_tests(mask_baseline(run, user, owner_key), user, owner_key)
 
 
@@ -673,11 +679,8 @@ def aggregates(
     )
 
 
-# What ``similar`` and ``check_not_hidden`` read of the run.
-SIMILAR_READ = (
-    *("id", "hidden", "hidden_reason", "owner", "owner_key_hash", "hardware"),
-    *compare_mod.SIMILAR_MATCH,
-)
+# What ``similar`` reads of the run.
+SIMILAR_READ = ("id", "hardware", *compare_mod.SIMILAR_MATCH)
 
 
 def similar(run: Run, test_id: str, metric: str, match) -> dict:
@@ -869,14 +872,18 @@ class SavedView:
     runs: list[Run]
     reference: Run | None
     data: dict | None
+    # How many of the saved runs the viewer may no longer open (deleted,
+    # made private, hidden by the moderators): the comparison says so.
+    unavailable: int = 0
 
 
 def saved_comparison(saved: Comparison, user=None, owner_key: str = "") -> SavedView:
     """A saved comparison computed now, over the runs the viewer may open.
 
-    Runs deleted or made private since it was saved are left out (their ids
-    too); when the reference is gone the first remaining run is the reference;
-    ``data`` is None when no run is left.
+    Runs deleted, made private or hidden since it was saved are left out
+    (their ids too) and counted in ``unavailable``; when the reference is
+    gone the first remaining run is the reference; ``data`` is None when no
+    run is left.
     """
     found = {
         r.pk: r for r in readable_runs(user, owner_key).filter(pk__in=saved.run_ids)
@@ -893,6 +900,7 @@ def saved_comparison(saved: Comparison, user=None, owner_key: str = "") -> Saved
         runs=runs,
         reference=reference,
         data=data,
+        unavailable=len(set(saved.run_ids)) - len(runs),
     )
 
 

@@ -420,7 +420,8 @@ def compare_save(request):
 
 def comparison_share(request, slug: str):
     comparison = get_object_or_404(Comparison, slug=slug)
-    # Runs the viewer may not open (made private, deleted) are left out.
+    # Runs the viewer may not open (deleted, made private, hidden) are left
+    # out, and the page says how many.
     view = reads.saved_comparison(comparison, request.user)
     if view.data is None:
         context = {"error": "None of this comparison's runs can be shown any more."}
@@ -429,6 +430,7 @@ def comparison_share(request, slug: str):
             view.runs, view.reference, view.data, view.run_ids
         )
     context["saved"] = comparison
+    context["unavailable"] = view.unavailable
     context["share_url"] = request.build_absolute_uri(comparison.get_absolute_url())
     return render(request, "web/compare.html", context)
 

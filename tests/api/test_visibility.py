@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
 import re
 
 import pytest
@@ -20,10 +21,12 @@ from django.http import QueryDict
 from django.test import Client
 from rest_framework.test import APIClient
 
+from benchdb.results import compare as compare_mod
 from benchdb.results import reads
 from benchdb.results.ingest import store_bundle
 from benchdb.results.models import Comparison, Run, Submission
 from benchdb.results.tasks import public_dump
+from benchdb.web import present
 from tests.api.conftest import token_client
 from tests.api.factories import make_bundle
 
@@ -321,9 +324,11 @@ def test_a_hidden_run_has_one_answer_in_the_api_and_on_its_page(
         assert "numbers from a RAM disk" in html.content.decode()
     if expected == 200:
         assert detail.json()["hidden_reason"] == "numbers from a RAM disk"
-    assert reads.may_see_hidden(run, people["owner"])
-    assert not reads.may_see_hidden(run, people["other"])
-    assert not reads.may_see_hidden(run, None)
+    # One rule, moderation included: as a filter and for a loaded row.
+    opens = expected == 200
+    assert Run.objects.visible_to(user).filter(pk=run.pk).exists() == opens
+    assert run.is_visible_to(user) == opens
+    assert not Run.objects.listed().filter(pk=run.pk).exists()
 
 
 def test_the_owner_key_opens_a_hidden_anonymous_run(fio):
@@ -364,3 +369,123 @@ def test_a_guest_not_listed_does_not_show_through_its_host(fio, hide):
         visibility="public", hidden=False, hidden_reason=""
     )
     assert reads.browse(QueryDict("platform=xen")).qs.filter(pk=host.pk).exists()
+
+
+HIDE_REASON = "numbers from a RAM disk"
+
+
+@pytest.mark.parametrize("who", WHO)
+def test_a_hidden_run_is_shown_by_no_reader_but_to_its_owner_and_staff(
+    pair, people, who, tmp_path, settings
+):
+    """The moderators hide a public host baseline (through the API, as staff
+    do) after its figures were compared, kept in the comparison memo, saved
+    in a share link, exported and counted in stored answers.  From the
+    commit on, every reader shows it to its owner and staff only."""
+    settings.BENCHDB_COMPARISON_MEMO = 100_000
+    compare_mod._MEMO.clear()
+    guest, host = pair("public")
+    Run.objects.filter(pk=host.pk).update(title="The hidden host")
+    test_id = host.results.get().test_id
+    user = people[who]
+    api, page = clients_for(user)
+    sees = who in ("owner", "staff")
+    both = f"{guest.pk},{host.pk}"
+    aggregates = f"/api/v1/aggregates/?test_id={test_id}&metric=iops"
+    population = f"/api/v1/population/?test_id={test_id}&metric=iops"
+
+    # Before: everyone sees it everywhere; the memo and stored answers hold it.
+    anyone = APIClient()
+    before = anyone.get(f"/api/v1/compare/?runs={host.pk},{guest.pk}")
+    assert before.status_code == 200
+    assert len(compare_mod._MEMO) == 1
+    slug = present.group_slug(before.json()["tests"][0])
+    assert anyone.get(aggregates).json()["overall"]["count"] == 2
+    assert anyone.get(population).json()["results"]["runs"] == 2
+    saved = reads.save_comparison([guest.pk, host.pk], host.pk, user=host.owner)
+
+    moderated = token_client(people["staff"]).post(
+        f"/api/v1/runs/{host.pk}/moderate/",
+        {"action": "hide", "reason": HIDE_REASON},
+        format="json",
+    )
+    assert moderated.status_code == 200
+
+    # Comparisons of it, every format, API and pages: 400 / 404 to others
+    # (the memo holds its figures, and never serves them to them).
+    for ids in (str(host.pk), both, f"{host.pk},{guest.pk}"):
+        response = api.get(f"/api/v1/compare/?runs={ids}")
+        assert response.status_code == (200 if sees else 400), ids
+        if sees:
+            assert host.pk in {r["id"] for r in response.json()["runs"]}
+        else:
+            assert response.json()["errors"][0]["pointer"] == "/runs"
+        csv_api = api.get(f"/api/v1/compare/?runs={ids}&format=csv")
+        assert csv_api.status_code == (200 if sees else 400), ids
+        for url in ("/compare/", "/compare/csv/", "/compare/markdown/"):
+            shown = page.get(f"{url}?runs={ids}")
+            assert shown.status_code == (200 if sees else 404), (url, ids)
+            if url == "/compare/":
+                assert ("The hidden host" in shown.content.decode()) == sees
+        table = page.get(f"/compare/table/?runs={ids}&group={slug}")
+        assert table.status_code == (200 if sees else 404), ids
+    # Nor saved into a new share link.
+    refused = api.post("/api/v1/comparisons/", {"runs": [host.pk]}, format="json")
+    assert refused.status_code == (201 if sees else 400)
+    assert page.post("/compare/save/", {"runs": both}).status_code == (
+        302 if sees else 404
+    )
+
+    # The share link saved before: the hidden run drops out, and it says so.
+    body = api.get(f"/api/v1/comparisons/{saved.slug}/").json()
+    assert body["run_ids"] == ([guest.pk, host.pk] if sees else [guest.pk])
+    assert body["reference_run_id"] == (host.pk if sees else guest.pk)
+    assert [r["id"] for r in body["comparison"]["runs"]] == body["run_ids"]
+    assert body["unavailable_runs"] == (0 if sees else 1)
+    share = page.get(f"/c/{saved.slug}")
+    assert share.status_code == 200
+    assert [r.pk for r in share.context["runs"]] == body["run_ids"]
+    html = share.content.decode()
+    assert bool(run_link(host.pk).search(html)) == sees
+    assert ("One run of this comparison is no longer available" in html) != sees
+
+    # Under its guest (page and detail): no baseline, no overhead, to others.
+    detail = api.get(f"/api/v1/runs/{guest.pk}/").json()
+    assert detail["baseline"] == (host.pk if sees else None)
+    assert (detail["tests"][0]["overhead"] is not None) == sees
+    guest_page = page.get(f"/runs/{guest.pk}/")
+    assert bool(run_link(host.pk).search(guest_page.content.decode())) == sees
+    assert (guest_page.context["rows"][0]["overhead"] is not None) == sees
+    # The submission's status names it only to them.
+    status = api.get(f"/api/v1/submissions/{host.uuid}/").json()
+    assert status["run"] == (host.pk if sees else None)
+
+    # Lists, exports, aggregates, stored answers, similar systems, the dump:
+    # listed runs only, for everyone (its owner finds it with mine=true).
+    listing = {r["id"] for r in api.get("/api/v1/runs/").json()["results"]}
+    assert host.pk not in listing and guest.pk in listing
+    assert not run_link(host.pk).search(page.get("/runs/").content.decode())
+    for url in ("/api/v1/runs/export/?format=csv", "/runs/export/"):
+        text = b"".join(page.get(url).streaming_content).decode()
+        rows = list(csv.DictReader(text.splitlines()))
+        assert {int(r["run_id"]) for r in rows} == {guest.pk}, url
+        assert {r["baseline_id"] for r in rows} == {""}, url
+
+    def exported(query: str) -> set[int]:
+        response = api.get(f"/api/v1/runs/export/?format=json{query}")
+        body = json.loads(b"".join(response.streaming_content))
+        return {r["run_id"] for r in body["rows"]}
+
+    assert exported("") == {guest.pk}
+    if who == "owner":
+        assert exported("&mine=true") == {guest.pk, host.pk}
+    assert api.get(aggregates).json()["overall"]["count"] == 1
+    assert api.get(population).json()["results"]["runs"] == 1
+    similar = api.get(f"/api/v1/runs/{guest.pk}/similar/?test_id={test_id}").json()
+    assert len(similar["population"]) == 1
+    settings.PUBLIC_DUMP_DIR = str(tmp_path)
+    public_dump()
+    with gzip.open(tmp_path / "latest.csv.gz", "rt") as f:
+        dumped = {int(r["run_id"]): r for r in csv.DictReader(f)}
+    assert set(dumped) == {guest.pk}
+    assert dumped[guest.pk]["baseline_id"] == ""
