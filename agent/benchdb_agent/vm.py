@@ -1033,6 +1033,30 @@ def fallback_command(args, pair_id: str, tags: dict) -> str:
     return shlex.join(argv)
 
 
+def check_guest_starts(guest, args, pyz_bytes) -> str:
+    """The agent copied into the guest starts there (its python, the whole
+    agent): checked before the host is measured, so that a guest that cannot
+    run it stops ``vm`` before anything is sent.  Returns its version line."""
+    pyz = f"{GUEST_DIR}/benchdb-agent-{uuid.uuid4().hex[:8]}.pyz"
+    argv = [args.guest_python, pyz, "--version"]
+    try:
+        guest.write_file(pyz, pyz_bytes)
+        code, out, err = guest.run(argv, timeout=args.agent_timeout)
+    finally:
+        try:
+            guest.run(["rm", "-f", pyz], timeout=60)
+        except qga.QgaError:
+            pass
+    if code != 0:
+        tail = " / ".join((err or out).strip().splitlines()[-3:])
+        raise VmError(
+            f"the agent does not start in the guest ({shlex.join(argv)}: exit "
+            f"{code}: {tail}); nothing was measured or sent (--guest-python "
+            "names the guest's python 3.8 or newer)"
+        )
+    return out.strip()
+
+
 def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
     """Copy the agent in, run the profile, bring the bundle back."""
     token = uuid.uuid4().hex[:8]
@@ -1258,6 +1282,9 @@ def run(args, emit, log) -> int:
         previous[sig] = signal.signal(sig, _raise)
     guest_docs, code = [], 0
     try:
+        pyz = zipapp_build.build_bytes()
+        if guest is not None:
+            log(f"in the guest: {check_guest_starts(guest, args, pyz)}")
         progress.begin("host baseline")
         progress.show(f"on {target}")
         host_doc = runner.run_suite(
@@ -1284,7 +1311,6 @@ def run(args, emit, log) -> int:
             log("the VM has no reachable guest agent; run this inside the guest:")
             print(fallback_command(args, pair_id, tags))
             return code
-        pyz = zipapp_build.build_bytes()
         for mode in modes or [None]:
             progress.begin(f"cache {mode}" if mode else "guest")
             if mode:

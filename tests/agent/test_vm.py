@@ -475,6 +475,112 @@ def test_a_failure_in_the_middle_of_a_sweep_restores_and_keeps_the_baseline(
     assert not saved.exists()  # removed after the restore
 
 
+class _LocalGuest:
+    """A guest agent that really runs what it is asked to, here: the agent
+    copied "into the guest" is the file ``vm`` built, run by a real python."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def wait(self, timeout):
+        return 0.0
+
+    def close(self):
+        pass
+
+    def write_file(self, path, data):
+        (self.folder / os.path.basename(path)).write_bytes(data)
+
+    def read_file(self, path):
+        return (self.folder / os.path.basename(path)).read_bytes()
+
+    def run(self, argv, timeout, on_poll=None):
+        # The agent's files in the guest's GUEST_DIR live in this folder.
+        argv = [
+            str(self.folder / os.path.basename(a))
+            if os.path.dirname(a) == vm.GUEST_DIR
+            else a
+            for a in argv
+        ]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return proc.returncode, proc.stdout, proc.stderr
+
+
+class _LocalVm(_SweepVm):
+    def __init__(self, image, guest_folder):
+        super().__init__(image)
+        self.guest_folder = guest_folder
+
+    def guest(self):
+        return _LocalGuest(self.guest_folder)
+
+
+def _local_vm_args(tmp_path, *extra):
+    guest_dir = tmp_path / "guest-target"
+    guest_dir.mkdir()
+    # The guest's python has no benchdb-agent installed: without site-packages
+    # (-S) this one cannot fall back on the agent installed here either.
+    python = tmp_path / "guest-python3"
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    python.chmod(0o755)
+    return cli.build_parser().parse_args(
+        ["vm", "--qemu-pid", "1", "--disk", "bench", "--guest-dir", str(guest_dir)]
+        + ["--guest-python", str(python), "--size", "8M", "--runtime", "1"]
+        + ["--repeats", "1", "--max-repeats", "1", "--test", "dd-write-1m-fdatasync"]
+        + list(extra)
+    )
+
+
+def _local_vm(tmp_path, monkeypatch):
+    image = tmp_path / "disks" / "vm.raw"
+    image.parent.mkdir()
+    image.write_bytes(b"\0" * 4096)
+    (tmp_path / "guest").mkdir()
+    machine = _LocalVm(image, tmp_path / "guest")
+    monkeypatch.setattr(vm, "open_vm", lambda args, log: machine)
+    return machine
+
+
+def test_the_guest_runs_the_whole_agent_vm_copies_in(tmp_path, monkeypatch):
+    _local_vm(tmp_path, monkeypatch)
+    emitted, lines = [], []
+
+    def emit(doc, path):
+        emitted.append(doc)
+        return 0
+
+    assert vm.run(_local_vm_args(tmp_path), emit, lines.append) == 0
+    assert [d["role"] for d in emitted] == ["host", "guest"]
+    assert emitted[1]["pair_id"] == emitted[0]["pair_id"]
+    assert [t["test_id"] for t in emitted[1]["tests"]] == ["dd-write-1m-fdatasync"]
+    assert any(line.startswith("in the guest: benchdb-agent ") for line in lines)
+    assert os.listdir(tmp_path / "guest") == []  # the copied agent is removed
+
+
+def test_nothing_is_measured_or_sent_when_the_agent_cannot_start_in_the_guest(
+    tmp_path, monkeypatch
+):
+    """What an incomplete .pyz did (the builder found no files inside a zip):
+    the guest failed with ModuleNotFoundError after the host was sent."""
+    import io
+    import zipfile
+
+    from benchdb_agent import zipapp_build
+
+    empty = io.BytesIO()
+    with zipfile.ZipFile(empty, "w") as zf:
+        zf.writestr("__main__.py", zipapp_build.MAIN)
+    monkeypatch.setattr(zipapp_build, "build_bytes", lambda: empty.getvalue())
+    _local_vm(tmp_path, monkeypatch)
+    emitted = []
+    with pytest.raises(vm.VmError, match="does not start in the guest") as err:
+        vm.run(_local_vm_args(tmp_path), lambda d, p: emitted.append(d), print)
+    assert "ModuleNotFoundError" in str(err.value)
+    assert "nothing was measured or sent" in str(err.value)
+    assert emitted == []
+    assert os.listdir(tmp_path / "disks") == ["vm.raw"]  # no baseline folder
+
+
 def test_a_sweep_is_refused_while_a_saved_configuration_waits(tmp_path, monkeypatch):
     image = tmp_path / "vm.raw"
     image.write_bytes(b"\0" * 4096)
