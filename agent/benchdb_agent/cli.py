@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import textwrap
 from pathlib import Path
@@ -29,6 +28,7 @@ from . import (
     bundle,
     detect,
     hostconfig,
+    imports,
     parsers,
     runner,
     safety,
@@ -151,71 +151,87 @@ def cmd_parse(args) -> int:
 
 def cmd_import(args) -> int:
     tags = parse_tags(args.tag)
-    doc = bundle.new_bundle(
-        role=args.role,
-        profile="custom",
-        environment={},
-        tags=tags,
-        pair_id=args.pair,
-        source="imported",
-    )
-    doc["suite"]["id"] = "imported"
-    doc["suite"]["version"] = "1"
-    tests = {}
+    for facet in imports.DECLARED_FACETS + ("virtio_win_version",):
+        value = getattr(args, facet, None)
+        if value:
+            problem = bundle.check_tag(facet, value)
+            if problem:
+                die(f"--{facet.replace('_', '-')} {value!r}: {problem}")
+            tags[facet] = value
+    if args.pair is not None and not bundle.PAIR_RE.match(args.pair):
+        die("--pair: 1-64 characters of A-Z a-z 0-9 . _ -")
+    outputs = []
+    if args.files.count("-") > 1:
+        die("standard input (-) can be read once")
     for path in args.files:
         try:
-            text = Path(path).read_text()
-            parsed = parsers.parse(
-                text, args.format, source=path, direction=args.direction
-            )
-        except (OSError, UnicodeDecodeError) as exc:
+            if path == "-":
+                data = sys.stdin.buffer.read(parsers.MAX_INPUT_BYTES + 1)
+            else:
+                if Path(path).stat().st_size > parsers.MAX_INPUT_BYTES:
+                    raise parsers.ParseError(
+                        path,
+                        f"larger than {parsers.MAX_INPUT_BYTES} bytes, the most one "
+                        "tool output may be",
+                    )
+                data = Path(path).read_bytes()
+            text, parsed = imports.read_output(data, path, args.format, args.direction)
+        except OSError as exc:
             die(f"{path}: {exc}")
         except parsers.ParseError as exc:
             die(str(exc))
-        fmt = parsed["format"]
-        if any(r["direction"] is None for r in parsed["records"]):
-            die(f"{path}: {parsed['notes'][0]}")
-        # Each fio job is a test of its own (clones of one job, numjobs,
-        # share its name and stay together).
-        jobs = {}
-        for rec in parsed["records"]:
-            jobs.setdefault(rec.get("job"), []).append(rec)
-        for job, records in jobs.items():
-            _import_one(tests, args, path, text, fmt, parsed, job, records, len(jobs))
-    doc["tests"] = list(tests.values())
+        for note in parsed.get("notes") or []:
+            log(f"{path}: {note}")
+        outputs.append((path, text, parsed))
+    if sys.stdin.isatty() and not args.no_input and "-" not in args.files:
+        _ask_facets(tags, outputs, args.role)
+    missing = imports.undeclared(tags)
+    if missing:
+        log(
+            "not declared (stored as unknown; a comparison says so): "
+            + ", ".join(missing)
+            + "; declare them with --platform, --cache-mode, ... or --tag"
+        )
+    doc = imports.build(
+        outputs,
+        role=args.role,
+        tags=tags,
+        pair_id=args.pair,
+        title=args.title,
+        test_id=args.test_id,
+    )
+    for test in doc["tests"]:
+        log(f"{test['test_id']}: {test['title']} ({len(test['repeats'])} repeat(s))")
     return _emit(doc, args)
 
 
-def _import_one(tests, args, path, text, fmt, parsed, job, records, n_jobs) -> None:
-    name = job or Path(path).stem
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:80]
-    if args.test_id:
-        test_id = args.test_id if n_jobs == 1 else f"{args.test_id}-{safe}"[:100]
-    else:
-        test_id = "import-" + parsed["tool"] + "-" + safe
-    options = dict(records[0].get("options") or {})
-    test = tests.setdefault(
-        test_id,
-        {
-            "test_id": test_id,
-            "tool": parsed["tool"],
-            "direction": records[0]["direction"],
-            "title": name,
-            "group": "imported",
-            "options": options,
-            "tool_version": parsed.get("tool_version"),
-            "comparability_key": suite.comparability_key(
-                test_id, parsed["tool"], options, parsed.get("tool_version")
-            ).replace(f"{suite.SUITE_ID}/{suite.SUITE_VERSION}", "imported/1"),
-            "repeats": [],
-        },
+def _ask_facets(tags: dict, outputs: list, role: str) -> None:
+    """Ask, on a terminal, for the facets the files cannot say (Enter: skip)."""
+    windows = any(
+        p["format"].startswith(("crystaldiskmark", "diskspd"))
+        or "windows" in str((p.get("meta") or {}).get("os", "")).lower()
+        for _n, _t, p in outputs
     )
-    raw = bundle.encode_raw(text, fmt, args.direction)
-    if n_jobs > 1:
-        raw["job"] = job  # the server keeps only this job's records of the raw
-    test["repeats"].append(
-        {"index": len(test["repeats"]), "records": records, "raw": raw}
-    )
+    asked = imports.undeclared(tags)
+    if windows and role == "guest" and not tags.get("virtio_win_version"):
+        asked.append("virtio_win_version")
+    for facet in asked:
+        allowed = imports.choices(facet)
+        hint = f" [{'/'.join(allowed)}]" if allowed else ""
+        if facet == "virtio_win_version":
+            hint = " (viostor/vioscsi DriverVersion, e.g. 100.95.104.26200)"
+        while True:
+            try:
+                answer = input(f"{facet}{hint}: ").strip()
+            except EOFError:
+                return
+            if not answer:
+                break
+            problem = bundle.check_tag(facet, answer)
+            if problem is None:
+                tags[facet] = answer
+                break
+            log(problem)
 
 
 def _check_writable(path: str, what: str) -> None:
@@ -624,13 +640,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pa.set_defaults(func=cmd_parse)
 
-    im = sub.add_parser("import", help="turn existing tool outputs into a bundle")
-    im.add_argument("files", nargs="+")
+    im = sub.add_parser(
+        "import",
+        help="turn existing results (fio, ioping, dd, CrystalDiskMark, KDiskMark, "
+        "DiskSpd, YABS) into a bundle",
+        description="Each job of each file becomes a test named by its workload "
+        "(a CrystalDiskMark RND4K Q32T1 read is the suite's "
+        "fio-rand-read-4k-q32t1); the same workload in several files is one "
+        "test with a repeat per file. Files cannot say how the VM's storage was "
+        "set up: declare it (asked on a terminal); the run says 'declared, not "
+        "verified'.",
+    )
+    im.add_argument("files", nargs="+", help="files, or - for standard input")
     im.add_argument("--format", choices=parsers.FORMATS)
-    im.add_argument("--direction", choices=["read", "write", "trim"])
+    im.add_argument(
+        "--direction",
+        choices=["read", "write", "trim"],
+        help="for dd and ioping -B, which do not print it",
+    )
     im.add_argument("--test-id", help="one test id for all files (they become repeats)")
     im.add_argument("--role", choices=vocab.values(vocab.ROLE), default="guest")
-    im.add_argument("--pair")
+    im.add_argument("--pair", help="pair id shared with the host's import")
+    im.add_argument("--title", help="a title for the run")
+    for facet in imports.DECLARED_FACETS + ("virtio_win_version",):
+        allowed = imports.choices(facet)
+        im.add_argument(
+            "--" + facet.replace("_", "-"),
+            dest=facet,
+            choices=allowed or None,
+            help="the Windows guest's viostor/vioscsi driver version"
+            if facet == "virtio_win_version"
+            else None,
+        )
+    im.add_argument(
+        "--no-input", action="store_true", help="never ask for undeclared facets"
+    )
     tag_arg(im)
     out_args(im)
     im.set_defaults(func=cmd_import)

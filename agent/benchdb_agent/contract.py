@@ -96,6 +96,7 @@ TAG_MAX_LENGTH = {
     "guest_filesystem": 50,
     "disk_model": 200,
     "raid_controller": 200,
+    "virtio_win_version": 64,
     "note": 2000,
 }
 TAG_DEFAULT_MAX_LENGTH = 200

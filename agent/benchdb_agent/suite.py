@@ -97,11 +97,14 @@ def estimate_seconds(profile: str) -> int:
 
 def _fio(test_id, title, group, rw, bs, iodepth, numjobs=1, ioengine="libaio", **extra):
     direction = "read" if "read" in rw else "write"
-    metric = (
-        "bw_bytes" if not rw.startswith("rand") and "fsync" not in extra else "iops"
-    )
-    if bs in ("4k", "512") and rw.startswith("rand"):
+    # The main figure by kind: bandwidth for sequential tests, IOPS for
+    # random ones, latency for fsync tests (as for ioping).
+    if "fsync" in extra:
+        metric = "lat_mean_ns"
+    elif rw.startswith("rand"):
         metric = "iops"
+    else:
+        metric = "bw_bytes"
     options = {
         "rw": rw,
         "bs": bs,

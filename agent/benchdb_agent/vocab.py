@@ -174,6 +174,9 @@ TAG_VOCABULARIES = {
     "controller_cache": None,
     "controller_battery": (("yes", "yes"), ("no", "no"), ("unknown", "unknown")),
     "disk_count": None,
+    # A Windows guest's virtio-win storage driver (viostor or vioscsi)
+    # DriverVersion: results swing by 2x between versions (virtio-win#42).
+    "virtio_win_version": None,
     "note": None,
 }
 

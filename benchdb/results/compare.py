@@ -41,7 +41,7 @@ from benchdb.results.models import (
     Run,
     read_json,
 )
-from benchdb_agent import suite as agent_suite
+from benchdb_agent import workload
 
 
 def higher_is_better(metric: str) -> bool | None:
@@ -444,6 +444,7 @@ def _computed(
     by_key: dict[str, dict[int, tuple]] = defaultdict(dict)
     for row in _comparison_results(where, params):
         by_key[row[6]][row[1]] = row
+    weaker = _by_workload(by_key, run_ids)
     shared = {k: v for k, v in by_key.items() if all(rid in v for rid in run_ids)}
     series = _series(
         (per_run[rid], per_run[ref_id][7])
@@ -528,6 +529,7 @@ def _computed(
                 "direction": direction,
                 "main_metric": main_metric(ref_row[2]),
                 "metrics": metrics,
+                "weaker": weaker.get(key, []),
             }
         )
     summary = stats.summary_rows([own for _e, own in summarised])
@@ -593,6 +595,70 @@ def _computed(
         "tests": tests,
         "not_shared": not_shared,
     }
+
+
+# The key of a test compared by its workload alone (``_by_workload``).
+WORKLOAD_KEY = "workload|{}"
+IMPORTED_KEY = "imported/"
+
+
+def _by_workload(by_key: dict[str, dict[int, tuple]], run_ids: list) -> dict:
+    """Imported results (``imports``: key ``imported/1|<test id>|...``) join
+    the results of the same test id under one key, ``workload|<test id>``,
+    where no key is shared by every run but each run has the test once: an
+    imported CrystalDiskMark RND4K Q32T1 read then compares with an agent's
+    ``fio-rand-read-4k-q32t1``.  Returns, per merged key, why the comparison
+    is weaker than between two agent runs (``workload.differences``, and the
+    import's declared configuration).  Changes ``by_key`` in place."""
+    per_test: dict[str, list[str]] = defaultdict(list)
+    for key, per_run in by_key.items():
+        per_test[per_run[next(iter(per_run))][2]].append(key)
+    merged: dict[str, list] = {}
+    for test_id, keys in per_test.items():
+        if len(keys) < 2 or not any(k.startswith(IMPORTED_KEY) for k in keys):
+            continue
+        if any(all(rid in by_key[k] for rid in run_ids) for k in keys):
+            continue
+        runs: dict[int, tuple] = {}
+        for k in keys:
+            for rid, row in by_key[k].items():
+                if rid in runs:
+                    runs = {}
+                    break
+                runs[rid] = row
+            else:
+                continue
+            break
+        if not all(rid in runs for rid in run_ids):
+            continue
+        for k in keys:
+            del by_key[k]
+        by_key[WORKLOAD_KEY.format(test_id)] = runs
+        merged[WORKLOAD_KEY.format(test_id)] = [row[0] for row in runs.values()]
+    if not merged:
+        return {}
+    facts = {
+        pk: (options or {}, source, tool_version)
+        for pk, options, source, tool_version in Result.objects.filter(
+            pk__in=[pk for pks in merged.values() for pk in pks]
+        ).values_list("pk", "options", "run__source", "tool_version")
+    }
+    out = {}
+    for key, pks in merged.items():
+        measured = [pk for pk in pks if facts[pk][1] != "imported"]
+        imported = [pk for pk in pks if facts[pk][1] == "imported"]
+        reasons = [
+            "compared by workload: "
+            + ", ".join(sorted({facts[pk][2] or "an import" for pk in imported}))
+            + " declared, not verified"
+        ]
+        base = facts[measured[0]][0] if measured else facts[imported[0]][0]
+        for pk in imported:
+            for reason in workload.differences(facts[pk][0], base):
+                if reason not in reasons:
+                    reasons.append(reason)
+        out[key] = reasons
+    return out
 
 
 # The main metrics with their place in ``_comparison_results``' values.
@@ -978,13 +1044,11 @@ def loaded_repeat_values(results: Iterable[Result]) -> dict[int, dict[str, dict]
 
 @functools.lru_cache(maxsize=1024)
 def main_metric(test_id: str) -> str | None:
-    """The figure the suite catalogue says a test is about (``iops`` for 4k
-    random I/O, ``bw_bytes`` for sequential, ``lat_mean_ns`` for ioping), so
-    a chart can lead with it; None for tests outside the catalogue."""
-    try:
-        metric = agent_suite.get_test(test_id).get("metric")
-    except KeyError:
-        return None
+    """The figure a test is about (``iops`` for random I/O, ``bw_bytes`` for
+    sequential, ``lat_mean_ns`` for ioping and fsync), whatever its origin
+    (``workload.main_metric``), so a chart can lead with it; None when the
+    test id does not say."""
+    metric = workload.main_metric(test_id)
     return metric if metric in MAIN_METRICS else None
 
 

@@ -394,11 +394,11 @@ def test_import_keeps_each_fio_job_apart(tmp_path):
     doc = json.loads(out.read_text())
     assert bundle.validate(doc) == []
     by_id = {t["test_id"]: t for t in doc["tests"]}
-    assert set(by_id) == {"import-fio-seqread", "import-fio-randwrite"}
-    (rep,) = by_id["import-fio-seqread"]["repeats"]
+    assert set(by_id) == {"fio-seq-read-1m-q1t1", "fio-rand-write-4k-q1t1"}
+    (rep,) = by_id["fio-seq-read-1m-q1t1"]["repeats"]
     assert {r["job"] for r in rep["records"]} == {"seqread"}
     assert rep["raw"]["job"] == "seqread"
-    assert by_id["import-fio-randwrite"]["direction"] == "write"
+    assert by_id["fio-rand-write-4k-q1t1"]["direction"] == "write"
 
 
 def test_import_of_dd_without_a_direction_is_refused_with_the_reason(tmp_path):

@@ -50,10 +50,10 @@ def test_crystaldiskmark_8_every_row_and_the_footer():
         "iodepth": "32",
         "numjobs": "1",
         "profile": "Default",
-        "test_size_bytes": 2**30,
-        "loops": 5,
-        "measure_s": 5,
-        "interval_s": 5,
+        "size": str(2**30),
+        "loops": "5",
+        "runtime": "5",
+        "interval_s": "5",
     }
     meta = result["meta"]
     assert meta["os"] == "Windows 10  [10.0 Build 19042] (x64)"

@@ -39,11 +39,11 @@ def test_one_test_per_fio_job_is_stored_with_its_own_records(tmp_path):
     assert accepted(doc)
     run = store_bundle(doc)
     by_id = {r.test_id: r for r in run.results.all()}
-    assert set(by_id) == {"import-fio-seqread", "import-fio-randwrite"}
-    jobs = set(by_id["import-fio-seqread"].measurements.values_list("job", flat=True))
+    assert set(by_id) == {"fio-seq-read-1m-q1t1", "fio-rand-write-4k-q1t1"}
+    jobs = set(by_id["fio-seq-read-1m-q1t1"].measurements.values_list("job", flat=True))
     assert jobs == {"seqread"}
     directions = set(
-        by_id["import-fio-randwrite"].measurements.values_list("direction", flat=True)
+        by_id["fio-rand-write-4k-q1t1"].measurements.values_list("direction", flat=True)
     )
     assert directions == {"write"}
 

@@ -60,6 +60,13 @@ _SIZE = re.compile(r"(?P<n>" + NUMBER + r")\s*(?P<u>MiB|GiB|MB|GB)")
 _LOOPS = re.compile(r"\(x(?P<n>\d+)\)")
 _SECONDS = re.compile(r"(?P<n>\d+)\s*(?P<u>sec|min)")
 
+_FOOTER_OPTIONS = (
+    ("test_size_bytes", "size"),
+    ("measure_s", "runtime"),
+    ("loops", "loops"),
+    ("interval_s", "interval_s"),
+    ("profile", "profile"),
+)
 CDM_MBS = 10**6  # CrystalDiskMark's header: "MB/s = 1,000,000 bytes/s"
 KDM_MBS = 1024 * 1000  # KDiskMark: fio's KiB/s divided by 1000
 _SIZE_UNITS = {"MiB": 2**20, "GiB": 2**30, "MB": 2**20, "GB": 2**30}
@@ -200,10 +207,14 @@ def parse(text: str, source: str, direction=None) -> dict:
             f"{counts['read']} [Read] rows but {counts['write']} [Write] rows: "
             "a row is missing or was edited",
         )
-    for key in ("profile", "test_size_bytes", "loops", "measure_s", "interval_s"):
+    # The footer as fio-named options where fio has one (the test file's size
+    # in bytes, the seconds each measurement ran), the rest by their own names.
+    shared = {}
+    for key, name in _FOOTER_OPTIONS:
         if key in meta:
-            for rec in records:
-                rec["options"][key] = meta[key]
+            shared[name] = str(meta[key])
+    for rec in records:
+        rec["options"].update(shared)
     version = f"{'KDiskMark' if kdm else 'CrystalDiskMark'} {meta['version']}"
     return {
         "tool": "fio" if kdm else "other",
