@@ -315,6 +315,12 @@ def _two_verdict(out: dict, sign: float, margin: float) -> dict:
 # --- k settings ----------------------------------------------------------------------
 
 
+def _table(matrix, k: int) -> np.ndarray:
+    """``matrix`` as an N x k array (0 x k when empty, even for k = 0)."""
+    m = np.asarray(matrix, dtype=float)
+    return m.reshape(0, k) if m.size == 0 else m.reshape(-1, k)
+
+
 def ranks(matrix: np.ndarray, higher_is_better: bool | None = True) -> np.ndarray:
     """Ranks within each row (system), 1 = best, ties averaged."""
     m = np.asarray(matrix, dtype=float)
@@ -365,7 +371,7 @@ def k_settings(
     "text"}``; below ``MIN_SYSTEMS`` systems (or fewer than two settings)
     only the counts and what is missing.
     """
-    m = np.asarray(matrix, dtype=float).reshape(-1, len(names))
+    m = _table(matrix, len(names))
     n, k = m.shape
     out = {
         "systems": n,
@@ -444,7 +450,7 @@ def pairwise_probabilities(
     """For each pair (A, B) of columns of N x k log figures: P(B better),
     P(practically equivalent), P(A better) from ``bayes_signed_rank`` over
     the N systems; [] below ``MIN_SYSTEMS`` systems."""
-    m = np.asarray(logs, dtype=float).reshape(-1, len(names))
+    m = _table(logs, len(names))
     if m.shape[0] < MIN_SYSTEMS:
         return []
     rope = rope_of(margin_percent)

@@ -94,7 +94,7 @@ def _schedule_quietly() -> None:
 def default_answers() -> list[tuple]:
     """(stored function, args) the pages show without a choice: computed by
     every refresh, so the first reader after an upload finds them."""
-    from benchdb.results import reads
+    from benchdb.results import across, reads
     from benchdb.web import answers
 
     out = [(reads.overhead_summary_answer, ()), (reads.cache_mode_group_page, (1,))]
@@ -105,7 +105,8 @@ def default_answers() -> list[tuple]:
             continue
         workload = options[0]
         if question == "cache":
-            out.append((answers.cache_mode_answers, ({}, workload)))
+            out.append((answers.cache_mode_answers, ({}, workload, across.VERSION)))
+            out.append((answers.cache_mode_ranking, ({}, workload, across.VERSION)))
         else:
             out.append((answers.overhead_answer, ({}, workload)))
             out.append((answers.overhead_by, ("storage_backend", {}, workload)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Min
 
-from benchdb.results import compare, population, stats
+from benchdb.results import across, compare, population, stats
 from benchdb.results.answer_cache import cached as _cached
 from benchdb.results.models import Result
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS
@@ -128,9 +128,12 @@ def chosen_workload(params, options: list[dict]) -> dict | None:
 
 
 @_cached
-def cache_mode_answers(setup: dict, workload: dict) -> list[dict]:
+def cache_mode_answers(
+    setup: dict, workload: dict, version: int = across.VERSION
+) -> list[dict]:
     """Per cache mode, its speed against cache=none over the community's
-    systems (``population.answer``), beside its data safety."""
+    systems (``population.answer``, with ``across``'s tests under
+    ``["answer"]["detail"]["across"]``), beside its data safety."""
     out = []
     for mode in CACHE_MODES:
         safety, why = agent_vocab.CACHE_MODE_SAFETY.get(mode, ("", ""))
@@ -155,6 +158,21 @@ def cache_mode_answers(setup: dict, workload: dict) -> list[dict]:
             row["has_data"] = bool(row["runs"])
         out.append(row)
     return out
+
+
+@_cached
+def cache_mode_ranking(setup: dict, workload: dict, version: int = across.VERSION):
+    """The cache modes ranked over the systems of the setup that measured
+    every mode with data (``population.rank_settings``), with the
+    probabilities of practical equivalence of each pair; ``version`` (part
+    of the stored key) is ``across``'s."""
+    return population.rank_settings(
+        "cache_mode",
+        list(CACHE_MODES),
+        {**setup, "role": "guest"},
+        workload["test_id"],
+        workload["metric"],
+    )
 
 
 @_cached

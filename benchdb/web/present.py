@@ -1010,3 +1010,77 @@ def browse_rows_html(runs) -> str:
             )
         )
     return mark_safe("".join(out))
+
+
+# The critical-difference diagram's drawing box (SVG user units; the SVG
+# scales to the page's width, so 390 px phones get it whole).
+CD_WIDTH = 400
+CD_AXIS = (130, 270)  # x of rank 1 and of rank k
+CD_TOP = 46  # y of the axis
+CD_ROW = 20  # height of one setting's row
+
+
+def cd_diagram(ranking: dict) -> dict | None:
+    """A critical-difference diagram (Demšar 2006) of ``population.
+    rank_settings``'s answer, as coordinates for an inline SVG: the rank
+    axis (1 = best, left), each setting's mark and its label (the better
+    half left, the rest right), the CD scale, and one bar per group of
+    settings that cannot be told apart; each setting, best first, with
+    the settings Nemenyi's test tells it apart from.  None without a
+    ranking."""
+    ranks = ranking.get("average_ranks")
+    if not ranks:
+        return None
+    k = len(ranks)
+    left, right = CD_AXIS
+
+    def x(rank: float) -> float:
+        return round(left + (rank - 1) * (right - left) / max(1, k - 1), 1)
+
+    order = sorted(ranks, key=lambda name: (ranks[name], name))
+    half = (k + 1) // 2
+    groups = ranking.get("groups") or []
+    first_row = CD_TOP + 14 + CD_ROW * len(groups)
+    settings = []
+    for i, name in enumerate(order):
+        on_left = i < half
+        row = i if on_left else k - 1 - i
+        y = first_row + CD_ROW * row
+        apart = [
+            p["b"] if p["a"] == name else p["a"]
+            for p in ranking.get("pairs") or []
+            if p["different"] and name in (p["a"], p["b"])
+        ]
+        settings.append(
+            {
+                "name": name,
+                "rank": ranks[name],
+                "apart": apart,
+                "x": x(ranks[name]),
+                "y": y,
+                "end": left - 8 if on_left else right + 8,
+                "text_x": left - 12 if on_left else right + 12,
+                "anchor": "end" if on_left else "start",
+            }
+        )
+    cd = ranking.get("critical_difference") or 0.0
+    return {
+        "width": CD_WIDTH,
+        "height": first_row + CD_ROW * half,
+        "axis_y": CD_TOP,
+        "ticks": [{"rank": r, "x": x(r)} for r in range(1, k + 1)],
+        "left": left,
+        "right": right,
+        "cd": {"x1": x(1), "x2": round(x(1) + cd * (right - left) / max(1, k - 1), 1)},
+        "cd_value": cd,
+        "bars": [
+            {
+                "x1": x(min(ranks[n] for n in g)) - 3,
+                "x2": x(max(ranks[n] for n in g)) + 3,
+                "y": CD_TOP + 10 + CD_ROW * 0.5 * j,
+                "names": g,
+            }
+            for j, g in enumerate(groups)
+        ],
+        "settings": settings,
+    }

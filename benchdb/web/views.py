@@ -27,7 +27,7 @@ from benchdb.api.throttling import (
     login_failed,
     remember_device,
 )
-from benchdb.results import answer_cache, exports, reads, stats
+from benchdb.results import across, answer_cache, exports, reads, stats
 from benchdb.results import compare as compare_mod
 from benchdb.results.models import (
     ApiToken,
@@ -458,9 +458,13 @@ def cache_mode_report(request):
     context.update(_answer_context(request, cache_sweep=True))
     if context["workload"]:
         context["answers"], found = answers.cache_mode_answers.with_freshness(
-            context["setup"], context["workload"]
+            context["setup"], context["workload"], across.VERSION
         )
-        context["_found"].append(found)
+        context["ranking"], ranked = answers.cache_mode_ranking.with_freshness(
+            context["setup"], context["workload"], across.VERSION
+        )
+        context["cd"] = present.cd_diagram(context["ranking"])
+        context["_found"] += [found, ranked]
     context["freshness"] = answer_cache.freshness_of(
         *context.pop("_found"),
         context.get("groups_freshness"),

@@ -137,6 +137,11 @@ def test_too_few_systems_says_how_many_more():
     k = across.k_settings(np.ones((5, 3)), ["a", "b", "c"])
     assert k["enough"] is False and k["average_ranks"] is None
     assert k["text"].startswith("not enough systems yet: 5 systems measured all")
+    for names in ([], ["a"]):
+        empty = across.k_settings([], names)
+        assert (empty["systems"], empty["enough"]) == (0, False)
+        assert empty["text"] == "fewer than two settings have data"
+        assert across.pairwise_probabilities([], names, True) == []
 
 
 def test_lower_is_better_turns_the_words_round():

@@ -23,7 +23,7 @@ import pytest
 from django.db import connection
 
 from benchdb.api import population as api_population
-from benchdb.results import answer_cache, compare, reads, refresh, stats
+from benchdb.results import across, answer_cache, compare, reads, refresh, stats
 from benchdb.results.models import Hardware, Result, Run
 from benchdb.web import answers
 
@@ -124,8 +124,20 @@ def stored_calls() -> list[tuple]:
         (answers.workloads, ("cache",)),
         (answers.workloads, ("overhead",)),
         (reads.listed_facet_counts, ()),
-        (answers.cache_mode_answers, ({}, cache_w)),
-        (answers.cache_mode_answers, ({"disk_type": "nvme-ssd"}, cache_w)),
+        (answers.cache_mode_answers, ({}, cache_w, across.VERSION)),
+        (answers.cache_mode_answers, ({"disk_type": "nvme-ssd"}, cache_w, 1)),
+        (answers.cache_mode_ranking, ({}, cache_w, across.VERSION)),
+        (
+            api_population.rank_answer,
+            (
+                [["role", ["guest"]]],
+                "cache_mode",
+                ["none", "writeback"],
+                t0,
+                "iops",
+                None,
+            ),
+        ),
         (answers.overhead_answer, ({}, over_w)),
         (answers.overhead_answer, ({"storage_backend": "zfs"}, over_w)),
         (answers.overhead_by, ("storage_backend", {}, over_w)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from django import template
 
+from benchdb.results import stats
 from benchdb_agent import stats as agent_stats
 
 register = template.Library()
@@ -80,6 +81,12 @@ def pct(value) -> str:
     if value is None:
         return "—"
     return f"{value:+.1f}%"
+
+
+@register.filter
+def pvalue(value) -> str:
+    """A p-value as every page prints it (``stats.format_p``)."""
+    return stats.format_p(value)
 
 
 @register.filter
