@@ -530,6 +530,33 @@ def test_tags_for_every_disk_stay_comments_and_quoted_words(tmp_path):
     assert all(ln.startswith(("# ", "--tag ")) for ln in lines)
 
 
+def test_iothread_vq_mapping_on_virtio_scsi():
+    # QEMU 10.0's virtio-scsi takes the same iothread-vq-mapping as virtio-blk
+    mapping = '[{"iothread":"io1","vqs":[0,2]},{"iothread":"io2","vqs":[1,3]}]'
+    (disk,) = hostconfig.for_qemu_cmdline(
+        [
+            "qemu-system-x86_64",
+            "-object",
+            "iothread,id=io1",
+            "-object",
+            "iothread,id=io2",
+            "-device",
+            '{"driver":"virtio-scsi-pci","id":"scsi0","num_queues":4,'
+            f'"iothread-vq-mapping":{mapping}}}',
+            "-blockdev",
+            '{"driver":"file","filename":"/srv/a.raw","node-name":"a"}',
+            "-device",
+            '{"driver":"scsi-hd","bus":"scsi0.0","drive":"a","id":"sda"}',
+        ]
+    )
+    assert (disk.bus, disk.iothread, disk.iothread_id) == (
+        "virtio-scsi",
+        "yes",
+        "io1,io2",
+    )
+    assert "virtio-scsi-pci iothread-vq-mapping" in disk.sources["iothread"]
+
+
 def test_unknown_flags_do_not_swallow_the_next_option():
     disks = hostconfig.for_qemu_cmdline(
         "qemu-system-x86_64 -s -drive file=/a,if=virtio,cache=none -no-frob "

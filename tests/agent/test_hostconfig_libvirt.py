@@ -155,3 +155,15 @@ def test_throttle_filters_are_said_on_both_sides():
         "throttled by <iotune>: read_iops_sec=400000, "
         "total_bytes_sec=10000000, write_iops_sec=100000"
     ]
+
+
+def test_virtio_scsi_controller_iothread_mapping():
+    xml = XML.replace(
+        "<driver iothread='2'/>",
+        "<driver queues='3'><iothreads><iothread id='2'><queue id='1'/></iothread>"
+        "<iothread id='3'><queue id='0'/><queue id='2'/></iothread></iothreads>"
+        "</driver>",
+    )
+    sda = hostconfig.pick(hostconfig.for_libvirt_xml(xml), "sda")
+    assert (sda.iothread, sda.iothread_id) == ("yes", "iothread2,iothread3")
+    assert "<driver><iothreads>" in sda.sources["iothread"]

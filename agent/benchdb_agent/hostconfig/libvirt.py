@@ -222,12 +222,22 @@ def _bus(disk, el, bus, device, q35, controllers, drv, driver) -> None:
                 f"SCSI controller {ctl_index} model='{model}'",
             )
             ctl_driver = ctl.find("driver")
+            mapped = (
+                [] if ctl_driver is None else ctl_driver.findall("iothreads/iothread")
+            )
             if ctl_driver is not None and ctl_driver.get("iothread"):
                 disk.iothread_id = f"iothread{ctl_driver.get('iothread')}"
                 disk.set(
                     "iothread",
                     "yes",
                     "set in the config (virtio-scsi controller <driver iothread>)",
+                )
+            elif mapped:
+                disk.iothread_id = ",".join(f"iothread{t.get('id')}" for t in mapped)
+                disk.set(
+                    "iothread",
+                    "yes",
+                    "set in the config (virtio-scsi controller <driver><iothreads>)",
                 )
         elif model:
             disk.set("bus", "scsi", f"SCSI controller {ctl_index} model='{model}'")

@@ -857,6 +857,22 @@ _OTHER_SCSI = {
 }
 
 
+def _iothreads(disk: Disk, dev: Dict[str, str], where: str) -> None:
+    """iothread= or iothread-vq-mapping= of a virtio-blk or virtio-scsi
+    device (each virtqueue served by the iothread the mapping names)."""
+    if dev.get("iothread"):
+        disk.iothread_id = dev["iothread"]
+        disk.set("iothread", "yes", f"set in the config ({where} iothread=)")
+    elif dev.get("iothread-vq-mapping"):
+        try:
+            mapping = json.loads(dev["iothread-vq-mapping"])
+            ids = [str(m.get("iothread")) for m in mapping]
+        except (ValueError, AttributeError):
+            ids = []
+        disk.iothread_id = ",".join(ids)
+        disk.set("iothread", "yes", f"set in the config ({where} iothread-vq-mapping)")
+
+
 def set_scsi_block(disk: Disk) -> None:
     """A scsi-block disk's cache and aio: the host disk's, by SG_IO."""
     from . import scsi
@@ -878,19 +894,7 @@ def _apply_device(cmd: Command, disk: Disk, dev: Dict[str, str], blockdev: bool)
         disk.aliases.append(dev["id"])
     if driver in VIRTIO_BLK:
         disk.set("bus", "virtio-blk", where)
-        if dev.get("iothread"):
-            disk.iothread_id = dev["iothread"]
-            disk.set("iothread", "yes", f"set in the config ({where} iothread=)")
-        elif dev.get("iothread-vq-mapping"):
-            try:
-                mapping = json.loads(dev["iothread-vq-mapping"])
-                ids = [str(m.get("iothread")) for m in mapping]
-            except (ValueError, AttributeError):
-                ids = []
-            disk.iothread_id = ",".join(ids)
-            disk.set(
-                "iothread", "yes", f"set in the config ({where} iothread-vq-mapping)"
-            )
+        _iothreads(disk, dev, where)
     elif driver.startswith("scsi-"):
         ctl = _controller(cmd, dev.get("bus", ""), set(SCSI_HBAS) | _OTHER_SCSI)
         ctl_driver = (ctl or {}).get("driver", "")
@@ -900,9 +904,8 @@ def _apply_device(cmd: Command, disk: Disk, dev: Dict[str, str], blockdev: bool)
             disk.set("bus", "scsi", f"{driver} on {ctl_driver}")
         else:
             disk.set("bus", "scsi", f"{driver} (controller not found)")
-        if ctl and ctl.get("iothread") and ctl_driver in SCSI_HBAS:
-            disk.iothread_id = ctl["iothread"]
-            disk.set("iothread", "yes", f"set in the config ({ctl_driver} iothread=)")
+        if ctl and ctl_driver in SCSI_HBAS:
+            _iothreads(disk, ctl, f"-device {ctl_driver}")
         if driver == "scsi-cd":
             disk.kind = "cdrom"
         if driver == "scsi-block":

@@ -434,20 +434,33 @@ def _qom(client: Client, path: str, prop: str):
     return client.try_execute("qom-get", path=path, property=prop)
 
 
+def _iothread_of(client: Client, paths, kind: str):
+    """(iothread ids, which property) of the first of ``paths`` that has
+    ``iothread`` or ``iothread-vq-mapping`` (QEMU 9.0+), else None."""
+    for path in paths:
+        iothread = _qom(client, path, "iothread")
+        if iothread:
+            return str(iothread).rsplit("/", 1)[-1], f"{kind} iothread"
+    for path in paths:
+        mapping = _qom(client, path, "iothread-vq-mapping")
+        if isinstance(mapping, list) and mapping:
+            ids = ",".join(str(m.get("iothread")) for m in mapping)
+            return ids, f"{kind} iothread-vq-mapping"
+    return None
+
+
 def _device_facts(client: Client, qdev: str) -> dict:
     dev = qdev[: -len("/virtio-backend")] if qdev.endswith("/virtio-backend") else qdev
     facts = {"type": _qom(client, dev, "type") or ""}
-    iothread = _qom(client, qdev, "iothread") or _qom(client, dev, "iothread")
-    if iothread:
-        facts["iothread"] = str(iothread).rsplit("/", 1)[-1]
-        facts["iothread_from"] = f"{facts['type']} iothread"
+    found = _iothread_of(client, (qdev, dev), facts["type"])
+    if found:
+        facts["iothread"], facts["iothread_from"] = found
     bus = _qom(client, qdev, "parent_bus") or ""
     if bus and facts["type"].startswith(("scsi-", "ide-")):
         ctl = bus.rsplit("/", 1)[0]
         facts["controller_type"] = _qom(client, ctl, "type") or ""
-        if facts["type"].startswith("scsi-"):
-            ctl_iothread = _qom(client, ctl, "iothread")
-            if ctl_iothread and not facts.get("iothread"):
-                facts["iothread"] = str(ctl_iothread).rsplit("/", 1)[-1]
-                facts["iothread_from"] = f"{facts['controller_type']} iothread"
+        if facts["type"].startswith("scsi-") and not facts.get("iothread"):
+            found = _iothread_of(client, (ctl,), facts["controller_type"])
+            if found:
+                facts["iothread"], facts["iothread_from"] = found
     return facts
