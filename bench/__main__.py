@@ -382,7 +382,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--database", default=BENCH_DATABASE)
     parser.add_argument("--markdown", help="also write the figures to this file")
+    parser.add_argument(
+        "--agent-overhead",
+        metavar="DIR",
+        help="only run a real quick profile of the agent on DIR and print its "
+        "overhead over the tools (bench/agent_overhead.py); no database",
+    )
+    parser.add_argument(
+        "--agent-pyz", metavar="FILE", help="with --agent-overhead: run this .pyz"
+    )
     args = parser.parse_args(argv)
+    if args.agent_overhead:
+        from bench import agent_overhead
+
+        figures = agent_overhead.measure(args.agent_overhead, pyz=args.agent_pyz)
+        print("\n".join(agent_overhead.report(figures)))
+        return 0
     scales = sorted({parse_scale(s) for s in args.scale.split(",") if s.strip()})
     if args.rounds < 1 or args.budget <= 0:
         parser.error("--rounds and --budget must be positive")

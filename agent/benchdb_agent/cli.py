@@ -24,10 +24,10 @@ import textwrap
 from pathlib import Path
 
 from . import (
+    DEFAULT_STATE_DIR,
     __version__,
     bundle,
     detect,
-    hostconfig,
     imports,
     parsers,
     runner,
@@ -36,7 +36,6 @@ from . import (
     vocab,
 )
 from . import upload as upload_mod
-from . import vm as vm_mod
 
 EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_PARTIAL, EXIT_SPOOLED = 1, 2, 3, 4, 5
 EXIT_CODES = """exit codes:
@@ -85,6 +84,9 @@ def cmd_detect(args) -> int:
 
 
 def cmd_host_config(args) -> int:
+    # Imported here, as vm below: a run does not pay for reading them.
+    from . import hostconfig
+
     try:
         if args.qemu_pid:
             disks = hostconfig.for_qemu_pid(args.qemu_pid)
@@ -462,6 +464,8 @@ def cmd_upload(args) -> int:
 
 
 def cmd_vm(args) -> int:
+    from . import vm as vm_mod
+
     if not args.restore and not args.disk:
         die("vm: --disk ID is required (except with --restore)", EXIT_USAGE)
 
@@ -725,7 +729,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         default=os.environ.get("BENCHDB_AGENT_STATE_DIR"),
         help="where a sweep saves the VM's original configuration "
-        f"(default {vm_mod.DEFAULT_STATE_DIR})",
+        f"(default {DEFAULT_STATE_DIR})",
     )
     v.add_argument("--pair", help="pair id (default: generated)")
     v.add_argument("--out-dir", help="where the bundles are written (default .)")

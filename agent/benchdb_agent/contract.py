@@ -48,6 +48,7 @@ MAX_NOT_RUN = 500
 MAX_STRING = 4096
 MAX_KEY = 200
 MAX_COMMAND_ARGS = 200
+MAX_MOUNT_OPTIONS = 100
 MAX_DEPTH = 12
 # One raw output decompressed (fio JSON of a large job file is a few hundred
 # KiB), and all of a bundle's raw outputs together.
@@ -227,6 +228,20 @@ def _integer(out, doc, key, pointer, *, low=0, high=2**62, required=False):
         out.add(where, f"{value} is outside {low}..{high}")
         return None
     return value
+
+
+# A tool process's wall time, in seconds: a week is beyond any run.
+MAX_SECONDS = 7 * 24 * 3600
+
+
+def _seconds(out, doc, key, pointer) -> None:
+    """An optional duration in seconds (``tool_wall_s``...): absent in
+    bundles written before issue 29, else a number 0..MAX_SECONDS."""
+    value = doc.get(key)
+    if value is None:
+        return
+    if not _is_number(value) or not 0 <= value <= MAX_SECONDS:
+        out.add(f"{pointer}/{key}", f"must be a number of seconds, 0..{MAX_SECONDS}")
 
 
 def _object(out, doc, key, pointer, *, required=False) -> dict:
@@ -610,6 +625,7 @@ def _test(out: Checked, test, pointer: str, *, needs_raw: bool, seen: set) -> No
     for flag in ("preconditioned", "warmup_discarded", "comparable", "approximate"):
         _bool(out, test, flag, pointer)
     _integer(out, test, "extra_repeats", pointer, high=MAX_REPEATS)
+    _seconds(out, test, "warmup_wall_s", pointer)
     repeats = _array(
         out, test, "repeats", pointer, max_items=MAX_REPEATS, required=True
     )
@@ -629,6 +645,7 @@ def _test(out: Checked, test, pointer: str, *, needs_raw: bool, seen: set) -> No
         started = repeat.get("started")
         if started is not None and parse_datetime(started) is None:
             out.add(f"{where}/started", "must be an RFC 3339 date-time")
+        _seconds(out, repeat, "tool_wall_s", where)
         records = _array(out, repeat, "records", where, max_items=MAX_RECORDS)
         for i, rec in enumerate(records):
             _record(out, rec, f"{where}/records/{i}")
@@ -664,6 +681,9 @@ def _environment(out: Checked, env: dict, pointer: str) -> None:
     _integer(out, target, "size_bytes", where, high=2**62)
     if "rotational" in target and target["rotational"] not in (True, False, None):
         out.add(f"{where}/rotational", "must be true, false or null")
+    options = _array(out, target, "mount_options", where, max_items=MAX_MOUNT_OPTIONS)
+    if any(not isinstance(o, str) for o in options):
+        out.add(f"{where}/mount_options", "must be an array of strings")
 
 
 def check(doc, *, allow_published: bool = False, now=None) -> Checked:
@@ -739,6 +759,10 @@ def check(doc, *, allow_published: bool = False, now=None) -> Checked:
         _string(out, warning, "message", f"/warnings/{i}", max_length=MAX_STRING)
     _bool(out, doc, "partial", "")
     _string(out, doc, "stop_reason", "", max_length=MAX_STRING)
+    timing = _object(out, doc, "timing", "")
+    for key in ("run_s", "tool_s"):
+        _seconds(out, timing, key, "/timing")
+    _integer(out, timing, "tool_processes", "/timing", high=10**6)
     for i, item in enumerate(_array(out, doc, "not_run", "", max_items=MAX_NOT_RUN)):
         if not isinstance(item, dict):
             out.add(f"/not_run/{i}", "must be an object")
@@ -795,6 +819,7 @@ def json_schema() -> dict:
             "job": text(200),
         },
     }
+    seconds = {"type": ["number", "null"], "minimum": 0, "maximum": MAX_SECONDS}
     repeat = {
         "type": "object",
         "properties": {
@@ -804,6 +829,7 @@ def json_schema() -> dict:
                 "maximum": MAX_REPEATS * 2,
             },
             "started": {"type": ["string", "null"], "format": "date-time"},
+            "tool_wall_s": seconds,
             "records": {
                 "type": ["array", "null"],
                 "maxItems": MAX_RECORDS,
@@ -839,6 +865,7 @@ def json_schema() -> dict:
                 "minimum": 0,
                 "maximum": MAX_REPEATS,
             },
+            "warmup_wall_s": seconds,
             "repeats": {
                 "type": "array",
                 "minItems": 1,
@@ -935,6 +962,18 @@ def json_schema() -> dict:
             },
             "partial": {"type": "boolean"},
             "stop_reason": {"type": ["string", "null"]},
+            "timing": {
+                "type": ["object", "null"],
+                "properties": {
+                    "run_s": seconds,
+                    "tool_s": seconds,
+                    "tool_processes": {
+                        "type": ["integer", "null"],
+                        "minimum": 0,
+                        "maximum": 10**6,
+                    },
+                },
+            },
             "not_run": {
                 "type": ["array", "null"],
                 "maxItems": MAX_NOT_RUN,

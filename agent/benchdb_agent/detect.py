@@ -130,22 +130,32 @@ def virtualization(
 
 
 def _systemd_detect_virt() -> dict:
-    """systemd-detect-virt's answers: plain, --vm and --container."""
+    """systemd-detect-virt's answers: plain, --vm and --container (the three
+    started at once: a run's start-up waits for the slowest, not the sum)."""
     if not shutil.which("systemd-detect-virt"):
         return {}
-    out = {}
+    procs = {}
     for key, extra in (("plain", []), ("vm", ["--vm"]), ("container", ["--container"])):
         try:
-            proc = subprocess.run(
+            procs[key] = subprocess.Popen(
                 ["systemd-detect-virt", *extra],
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
                 text=True,
-                timeout=10,
             )
-        except (OSError, subprocess.SubprocessError):
+        except OSError:
             continue
-        if proc.stdout.strip():
-            out[key] = proc.stdout.strip()
+    out = {}
+    for key, proc in procs.items():
+        try:
+            stdout, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            continue
+        if stdout.strip():
+            out[key] = stdout.strip()
     return out
 
 
@@ -247,7 +257,12 @@ def mount_of(path: str, root: Path) -> dict | None:
         source, point, fstype = parts[0], parts[1].replace("\\040", " "), parts[2]
         if path == point or path.startswith(point.rstrip("/") + "/") or point == "/":
             if best is None or len(point) > len(best["mount_point"]):
-                best = {"source": source, "mount_point": point, "filesystem": fstype}
+                best = {
+                    "source": source,
+                    "mount_point": point,
+                    "filesystem": fstype,
+                    "options": parts[3].split(",") if len(parts) > 3 else None,
+                }
     return best
 
 
@@ -340,6 +355,8 @@ def target_info(target: str, root: Path = Path("/")) -> dict:
     if mount:
         info["filesystem"] = mount["filesystem"]
         info["mount_point"] = mount["mount_point"]
+        # -o sync, discard, compress=... change what a disk figure means.
+        info["mount_options"] = mount["options"]
     dev_numbers = None
     if str(root) == "/":
         try:

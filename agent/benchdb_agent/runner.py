@@ -40,6 +40,8 @@ IOPING_JSON_SINCE = (1, 2)
 # alone cannot tell.
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs", "devtmpfs", "hugetlbfs")
 TOOL_PACKAGES = {"fio": "fio", "ioping": "ioping", "dd": "coreutils"}
+# Mount options that make every write synchronous (mount(8)).
+SYNC_MOUNT_OPTIONS = ("sync", "dirsync")
 
 
 class RunError(RuntimeError):
@@ -61,7 +63,31 @@ def default_size(memory_bytes: int | None) -> int:
     return min(max(2 * memory_bytes, 1 * GiB), 16 * GiB)
 
 
-def tool_version(tool: str) -> str | None:
+class ToolClock:
+    """The wall time of every tool process a run starts (fio, ioping, dd,
+    their version probes), so the agent's own time is the rest: the bundle's
+    ``timing`` and each repeat's ``tool_wall_s`` (bench --agent-overhead)."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.processes = 0
+
+    def add(self, seconds: float) -> float:
+        self.seconds += seconds
+        self.processes += 1
+        return seconds
+
+
+def tool_version(tool: str, clock: ToolClock | None = None) -> str | None:
+    started = time.monotonic()
+    try:
+        return _tool_version(tool)
+    finally:
+        if clock is not None:
+            clock.add(time.monotonic() - started)
+
+
+def _tool_version(tool: str) -> str | None:
     try:
         if tool == "fio":
             out = subprocess.run(
@@ -214,11 +240,13 @@ def kill_group(proc, grace: float = 3.0) -> None:
             time.sleep(0.05)
 
 
-def run_tool(cmd: list, timeout: float) -> str:
+def run_tool(cmd: list, timeout: float, clock: ToolClock | None = None) -> str:
     """Run a tool in its own process group (start_new_session) and return
     what it printed (stderr for dd).  Whatever ends this call (a signal, an
-    exception, a timeout) stops the whole group before it returns."""
+    exception, a timeout) stops the whole group before it returns.  The
+    process's wall time, start to exit, is added to ``clock``."""
     env = dict(os.environ, LC_ALL="C", LANG="C")
+    started = time.monotonic()
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -236,6 +264,8 @@ def run_tool(cmd: list, timeout: float) -> str:
                 f"{cmd[0]} did not finish within {timeout:.0f} s and was stopped"
             ) from None
     finally:
+        if clock is not None:
+            clock.add(time.monotonic() - started)
         kill_group(proc)
         for stream in (proc.stdout, proc.stderr):
             if stream:
@@ -337,6 +367,15 @@ def _warnings_for(env: dict, tags: dict, size: int, buffered: bool) -> list:
             "tests ran buffered (direct=0) and the figures include the page ",
             "cache; they are not disk figures and are compared only with other ",
             "buffered results",
+        )
+    options = (env.get("target") or {}).get("mount_options") or []
+    synchronous = [o for o in options if o in SYNC_MOUNT_OPTIONS]
+    if synchronous:
+        add(
+            "sync-mount",
+            f"the target's filesystem is mounted with {','.join(synchronous)}: ",
+            "every write waits for the disk, so write figures are not those of ",
+            "an ordinary mount (environment.target.mount_options)",
         )
     mode = tags.get("cache_mode")
     if mode == "unsafe":
@@ -487,7 +526,7 @@ def check_memory_target(path: str, is_block: bool, allow_buffered: bool) -> list
     return reasons
 
 
-def probe_dd(directory: str) -> tuple:
+def probe_dd(directory: str, clock: ToolClock | None = None) -> tuple:
     """(conv flag, None) for a dd that works here, or (None, why not).
 
     GNU dd takes conv=fdatasync; busybox and BSD dd may not, and take
@@ -499,7 +538,7 @@ def probe_dd(directory: str) -> tuple:
         for conv in ("fdatasync", "fsync"):
             cmd = ["dd", "if=/dev/zero", f"of={probe}", "bs=1M", "count=1"]
             try:
-                text = run_tool(cmd + [f"conv={conv}"], timeout=60)
+                text = run_tool(cmd + [f"conv={conv}"], timeout=60, clock=clock)
             except (RunError, OSError) as exc:
                 problems.append(f"conv={conv}: {exc}")
                 continue
@@ -536,6 +575,7 @@ class Context:
         self.versions = {}
         self.preconditioned = False
         self.device = False
+        self.clock = ToolClock()
         self.__dict__.update(kw)
 
 
@@ -583,6 +623,7 @@ def run_suite(
     every test that did not run is in ``not_run`` with its error.  A
     ``Stopped`` or ``RunError`` escapes only before the first measurement.
     """
+    began = time.monotonic()
     tags = dict(tags or {})
     tests = suite.tests_for(profile)
     if only:
@@ -621,6 +662,11 @@ def run_suite(
         _measure(doc, tests, ctx, cleanup, progress_stream)
         if ctx.device:
             _blank_ends(device, doc)
+    doc["timing"] = {
+        "run_s": round(time.monotonic() - began, 6),
+        "tool_s": round(ctx.clock.seconds, 6),
+        "tool_processes": ctx.clock.processes,
+    }
     return doc
 
 
@@ -708,8 +754,8 @@ def _prepare_target(
     if any(t["tool"] == "dd" for t in tests):
         _probe_dd_into(ctx, target)
     runs_dd = any(t["tool"] == "dd" for t in tests) and "dd" not in ctx.unusable
-    safety.check_free_space(target, size + (min(size, GiB) if runs_dd else 0))
-    ctx.versions = {tool: tool_version(tool) for tool in needed}
+    safety.check_free_space(target, size, min(size, GiB) if runs_dd else 0)
+    ctx.versions = {tool: tool_version(tool, ctx.clock) for tool in needed}
     ctx.path = os.path.join(target, f"benchdb-test.{os.getpid()}.bin")
     ctx.dd_path = os.path.join(target, f"benchdb-dd.{os.getpid()}.bin")
     cleanup.add(ctx.path)
@@ -776,7 +822,7 @@ def _prepare_device(
     ctx.memory_reasons = reasons
     if any(t["tool"] == "dd" for t in tests):
         _probe_dd_into(ctx, tempfile.gettempdir())
-    ctx.versions = {tool: tool_version(tool) for tool in needed}
+    ctx.versions = {tool: tool_version(tool, ctx.clock) for tool in needed}
     ctx.path = ctx.dd_path = device
     doc = _new_doc(env, tags, role, pair_id, plan, ctx)
     method = (
@@ -848,7 +894,7 @@ def _context(plan, size, buffered, device=False) -> Context:
 
 
 def _probe_dd_into(ctx, directory) -> None:
-    conv, why = probe_dd(directory)
+    conv, why = probe_dd(directory, ctx.clock)
     if conv is None:
         ctx.unusable["dd"] = why
         sys.stderr.write(
@@ -868,7 +914,9 @@ def _measure(doc, tests, ctx, cleanup, progress_stream) -> None:
         if ctx.precondition_cmd:
             progress.step(ctx.precondition_label)
             try:
-                run_tool(ctx.precondition_cmd, timeout=24 * 3600)
+                seconds = ctx.clock.seconds
+                run_tool(ctx.precondition_cmd, timeout=24 * 3600, clock=ctx.clock)
+                doc["preconditioning"]["wall_s"] = round(ctx.clock.seconds - seconds, 6)
             except Stopped as exc:
                 stop = exc.reason
             else:
@@ -1028,24 +1076,33 @@ def _new_result(test, ctx) -> dict:
 
 
 def _run_repeats(result, test, ctx, progress) -> None:
-    cmd, _options, fmt, timeout = _commands(test, ctx)
+    """The warm-up and the repeats of one test.  dd's own file is kept from
+    one repeat to the next (dd truncates it before its clock starts, so each
+    repeat writes a new file's blocks, as a rerun of the same dd command
+    does) and removed when the test ends."""
     own_dd_file = test["tool"] == "dd" and not ctx.device
+    try:
+        _repeats(result, test, ctx, progress)
+    finally:
+        if own_dd_file:
+            try:
+                os.unlink(ctx.dd_path)
+            except FileNotFoundError:
+                pass
+
+
+def _repeats(result, test, ctx, progress) -> None:
+    cmd, _options, fmt, timeout = _commands(test, ctx)
 
     def once(label, command=cmd):
         progress.step(f"{test['test_id']} {label}")
         started = bundle_mod.now()
-        try:
-            text = run_tool(command, timeout)
-        finally:
-            if own_dd_file:
-                try:
-                    os.unlink(ctx.dd_path)
-                except FileNotFoundError:
-                    pass
+        before = ctx.clock.seconds
+        text = run_tool(command, timeout, clock=ctx.clock)
         parsed = parsers.parse(
             text, fmt, source=test["test_id"], direction=test["direction"]
         )
-        return started, text, parsed["records"]
+        return started, text, parsed["records"], round(ctx.clock.seconds - before, 6)
 
     warm = cmd
     if test["tool"] == "fio" and ctx.warmup_runtime:
@@ -1056,15 +1113,16 @@ def _run_repeats(result, test, ctx, progress) -> None:
     elif test["tool"] == "ioping" and ctx.warmup_runtime:
         at = cmd.index("-w") + 1
         warm = cmd[:at] + [str(ctx.warmup_runtime)] + cmd[at + 1 :]
-    once("warm-up (discarded)", warm)
+    result["warmup_wall_s"] = once("warm-up (discarded)", warm)[3]
     records_per_repeat = []
     index = 0
     while True:
-        started, text, records = once(f"repeat {index + 1}")
+        started, text, records, wall = once(f"repeat {index + 1}")
         result["repeats"].append(
             {
                 "index": index,
                 "started": started,
+                "tool_wall_s": wall,
                 "records": records,
                 "raw": bundle_mod.encode_raw(text, fmt, test["direction"]),
             }

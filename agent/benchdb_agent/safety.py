@@ -248,11 +248,26 @@ def tool_findings(path: str) -> list:
         else:
             sigs = re.findall(r"at offset (0x[0-9a-fA-F]+) \(([^)]+)\)", proc.stdout)
             if sigs:
-                found.append(
-                    "wipefs: "
-                    + ", ".join(f"{kind} at offset {off}" for off, kind in sigs)
-                )
+                found.append("wipefs: " + signature_places(sigs))
     return found
+
+
+def signature_places(sigs: list) -> str:
+    """wipefs's (offset, kind) pairs, one phrase per kind: a ZFS member has a
+    signature at every uberblock (hundreds), which says no more than the
+    first and the last."""
+    by_kind = {}
+    for offset, kind in sigs:
+        by_kind.setdefault(kind, []).append(offset)
+    parts = []
+    for kind, offsets in by_kind.items():
+        if len(offsets) == 1:
+            parts.append(f"{kind} at offset {offsets[0]}")
+        else:
+            parts.append(
+                f"{kind} at {len(offsets)} offsets ({offsets[0]} to {offsets[-1]})"
+            )
+    return ", ".join(parts)
 
 
 def _run(cmd: list, env: dict):
@@ -451,6 +466,8 @@ def check_device(path: str, allow_write: bool) -> DeviceClaim:
     if found:
         if fd is not None:
             os.close(fd)
+        # The same label seen twice (both end copies) is said once.
+        found = list(dict.fromkeys(found))
         raise SafetyError(
             f"{path} holds {'; '.join(found)}: refusing to write, it would "
             f"destroy data. {_wipe_hint(path)}"
@@ -508,16 +525,58 @@ def _check_in_use(path: str, devno: str) -> None:
         )
 
 
-def check_free_space(directory: str, needed: int) -> None:
-    free = shutil.disk_usage(directory).free
-    # Keep a margin: never fill a stranger's filesystem to the brim.
-    margin = max(256 * 2**20, needed // 10)
-    if free < needed + margin:
-        raise SafetyError(
-            f"{directory} has {free // 2**20} MiB free; the test file needs "
-            f"{needed // 2**20} MiB plus a {margin // 2**20} MiB margin. "
-            "Use --size to choose a smaller file, or another --target"
-        )
+# Never fill a stranger's filesystem to the brim: a tenth of what the run
+# writes stays free, and at least a tenth of the filesystem up to this much
+# (so a small filesystem is not refused for a margin larger than itself).
+MIN_MARGIN = 256 * MiB
+
+
+def space_needed(test_file: int, dd_file: int, filesystem: int) -> int:
+    """Bytes a run needs free on a filesystem of ``filesystem`` bytes: its
+    files and the margin."""
+    files = test_file + dd_file
+    return files + max(files // 10, min(MIN_MARGIN, filesystem // 10))
+
+
+def largest_fitting(free: int, filesystem: int, with_dd: bool) -> int:
+    """The largest test file (whole MiB) whose run fits in ``free`` bytes
+    (dd's file is as large, at most 1 GiB); 0 if none does."""
+    low, high = 0, free // MiB
+    while low < high:
+        mid = (low + high + 1) // 2
+        size = mid * MiB
+        dd = min(size, 2**30) if with_dd else 0
+        if space_needed(size, dd, filesystem) <= free:
+            low = mid
+        else:
+            high = mid - 1
+    return low * MiB
+
+
+def check_free_space(directory: str, test_file: int, dd_file: int = 0) -> None:
+    """Refuse unless ``directory`` holds the test file, dd's file and the
+    margin; the refusal says how much is needed and how to need less."""
+    usage = shutil.disk_usage(directory)
+    free = usage.free
+    needed = space_needed(test_file, dd_file, usage.total)
+    if free >= needed:
+        return
+    files = test_file + dd_file
+    parts = f"the {test_file // MiB} MiB test file"
+    if dd_file:
+        parts += f" + dd's {dd_file // MiB} MiB file"
+    fits = largest_fitting(free, usage.total, bool(dd_file))
+    lower = (
+        f"a smaller --size (--size {fits // MiB}M fits here)"
+        if fits >= MiB
+        else "a smaller --size"
+    )
+    raise SafetyError(
+        f"{directory} has {free // MiB} MiB free; this run needs "
+        f"{needed // MiB} MiB: {parts} + a margin of "
+        f"{(needed - files) // MiB} MiB, so the filesystem is never filled. "
+        f"Need less with {lower} or --test without dd, or choose another --target"
+    )
 
 
 def supports_o_direct(directory: str) -> bool:

@@ -45,8 +45,8 @@ import time
 import uuid
 import xml.etree.ElementTree as ET
 
+from . import DEFAULT_STATE_DIR, hostconfig, qga, runner, stats, suite, zipapp_build
 from . import bundle as bundle_mod
-from . import hostconfig, qga, runner, stats, suite, zipapp_build
 from .hostconfig.model import MODE_FLAGS
 
 CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
@@ -756,8 +756,6 @@ def open_vm(args, log):
 
 
 # --- the original configuration, saved while a sweep changes it ----------------
-
-DEFAULT_STATE_DIR = "/var/lib/benchdb-agent"
 
 
 def state_dir(args) -> str:

@@ -149,7 +149,9 @@ def test_an_unstable_test_at_the_cap_is_flagged_with_its_cv(monkeypatch):
         (SAMPLES / "dd" / name).read_text()
         for name in ("gnu-c.txt", "gnu-9.1-progress.txt", "gnu-c.txt")
     ]
-    monkeypatch.setattr(runner, "run_tool", lambda cmd, timeout: outputs.pop(0))
+    monkeypatch.setattr(
+        runner, "run_tool", lambda cmd, timeout, clock=None: outputs.pop(0)
+    )
     test = suite.get_test("dd-write-1m-fdatasync")
     ctx = runner.Context(
         path="/nonexistent/x",

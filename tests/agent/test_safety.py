@@ -88,7 +88,7 @@ def test_cli_refuses_a_device_with_a_filesystem(tmp_path):
 
 def test_free_space_check(tmp_path):
     with pytest.raises(safety.SafetyError, match="free"):
-        safety.check_free_space(str(tmp_path), 2**60)
+        safety.check_free_space(str(tmp_path), 2**60, 2**30)
     safety.check_free_space(str(tmp_path), 1024)
 
 
