@@ -141,6 +141,22 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
+# Django's password check behind the sign-in failure limits, on every
+# sign-in path (the admin's too): benchdb/api/throttling.py.
+AUTHENTICATION_BACKENDS = ["benchdb.api.throttling.LoginLimitBackend"]
+# Password-reset mail: printed to the web process's output in development,
+# sent over SMTP in production (EMAIL_HOST ...).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend"
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "benchdb <noreply@localhost>")
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -227,6 +243,8 @@ REST_FRAMEWORK = {
         "submissions": os.environ.get("SUBMISSION_THROTTLE", "120/hour"),
         "anon": os.environ.get("ANON_THROTTLE", "2000/hour"),
         "comparisons": os.environ.get("COMPARISON_THROTTLE", "60/hour"),
+        # Sign-ups and password-reset mails, per address.
+        "accounts": os.environ.get("ACCOUNT_THROTTLE", "20/hour"),
     },
     "NUM_PROXIES": None,  # replaced below: benchdb.api.throttling.client_address
 }

@@ -3,7 +3,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from benchdb.web.views import admin_login
+
 urlpatterns = [
+    # Before the admin's own: its sign-in page behind the sign-in limits.
+    path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
     path("api/", include("benchdb.api.urls")),
     path("", include("benchdb.ops.urls")),

@@ -39,3 +39,17 @@ class IsStaff(permissions.BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return bool(request.user and request.user.is_staff)
+
+
+class TokensBySessionOnly(permissions.BasePermission):
+    """Tokens are created and revoked signed in, never with a token: a leaked
+    token must not mint tokens that outlive its revocation, nor revoke its
+    owner's other tokens."""
+
+    message = (
+        "Tokens are created and revoked signed in (the /submit/ page or a "
+        "session), not with an API token."
+    )
+
+    def has_permission(self, request, view) -> bool:
+        return request.method in permissions.SAFE_METHODS or request.auth is None

@@ -13,7 +13,9 @@ counter.
   machines and one machine cannot with many tokens or anonymously;
 - reads: anonymous requests per address, the ``anon`` rate (every API view);
 - comparison saves: per account or address, the ``comparisons`` rate;
-- logins: failed sign-ins per address and per user name (``login_allowed``),
+- sign-ups and password-reset mails: per address, the ``accounts`` rate;
+- logins: failed sign-ins per address and per user name (``login_allowed``)
+  on every sign-in path (``LoginLimitBackend``: the sign-in page, the admin's),
   with OWASP's device cookies so that the per-name limit cannot lock a user
   out: a browser that has signed in as a name before carries a signed cookie
   naming it, and its failures count against that cookie, not against the
@@ -26,8 +28,12 @@ import ipaddress
 import secrets
 
 from django.conf import settings
+from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.signals import user_login_failed
 from django.core import signing
 from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+from django.dispatch import receiver
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle
 
 
@@ -184,6 +190,23 @@ def comparison_save_allowed(request) -> bool:
     return ComparisonSaveThrottle().allow_request(request, None)
 
 
+class AccountThrottle(ClientAddressMixin, WindowCounterThrottle):
+    """Sign-ups and password-reset mails asked for, per address: each makes
+    an account or sends a mail to whatever address was typed."""
+
+    scope = "accounts"
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {
+            "scope": self.scope,
+            "ident": self.get_ident(request),
+        }
+
+
+def account_form_allowed(request) -> bool:
+    return AccountThrottle().allow_request(request, None)
+
+
 # Logins ----------------------------------------------------------------------
 
 
@@ -229,6 +252,25 @@ def login_allowed(request, username: str) -> bool:
     return all(cache.get(k, 0) < limit for k in _login_keys(request, username))
 
 
+class LoginLimitBackend(ModelBackend):
+    """Django's user-and-password check behind the sign-in limits, so that
+    every sign-in path has them: the sign-in page, the admin's, and any added
+    later.  Over the limit even the right password is refused; the failure
+    is counted by ``count_failure`` (Django's ``user_login_failed``)."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is not None and username is not None:
+            if not login_allowed(request, username):
+                raise PermissionDenied("too many failed sign-ins")
+        return super().authenticate(request, username, password, **kwargs)
+
+
+@receiver(user_login_failed, dispatch_uid="benchdb.login_failed")
+def count_failure(sender, credentials, request=None, **kwargs) -> None:
+    if request is not None:
+        login_failed(request, credentials.get("username") or "")
+
+
 def login_failed(request, username: str) -> None:
     window = settings.LOGIN_FAILURE_WINDOW_S
     for key in _login_keys(request, username):
@@ -248,7 +290,9 @@ def remember_device(request, response, username: str) -> None:
         DEVICE_COOKIE,
         value,
         max_age=DEVICE_COOKIE_MAX_AGE_S,
-        secure=request.is_secure(),
+        # Secure as the session cookie is (on when DEBUG is off), also when
+        # TLS ended at a proxy that does not say so.
+        secure=request.is_secure() or settings.SESSION_COOKIE_SECURE,
         httponly=True,
         samesite="Lax",
     )

@@ -31,7 +31,12 @@ from rest_framework.views import APIView
 
 from benchdb.api import serializers as s
 from benchdb.api.exceptions import BundleInvalid
-from benchdb.api.permissions import IsRunOwnerOrReadOnly, IsStaff, owner_key
+from benchdb.api.permissions import (
+    IsRunOwnerOrReadOnly,
+    IsStaff,
+    TokensBySessionOnly,
+    owner_key,
+)
 from benchdb.api.renderers import CSVRenderer, FastJSONRenderer
 from benchdb.api.throttling import (
     ComparisonSaveThrottle,
@@ -736,10 +741,15 @@ class ComparisonViewSet(
     list=extend_schema(summary="Your API tokens (secrets are never shown again)"),
     create=extend_schema(
         summary="Create a token; the key is in the answer, once",
-        responses={201: s.ApiTokenCreatedSerializer, **error_responses(400, 401)},
+        description="Signed in (a session) only: an API token cannot create "
+        "tokens (403).",
+        responses={201: s.ApiTokenCreatedSerializer, **error_responses(400, 401, 403)},
     ),
     destroy=extend_schema(
-        summary="Revoke a token", responses={204: None, **error_responses(401, 404)}
+        summary="Revoke a token",
+        description="Signed in (a session) only: an API token cannot revoke "
+        "tokens (403).",
+        responses={204: None, **error_responses(401, 403, 404)},
     ),
 )
 class ApiTokenViewSet(
@@ -749,7 +759,7 @@ class ApiTokenViewSet(
     viewsets.GenericViewSet,
 ):
     serializer_class = s.ApiTokenSerializer
-    permission_classes = [permissions.IsAuthenticated]
+    permission_classes = [permissions.IsAuthenticated, TokensBySessionOnly]
     pagination_class = StablePagination
     filter_backends: list = []
 

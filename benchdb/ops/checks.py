@@ -11,7 +11,7 @@ of them is broken or unsafe, not merely untidy.
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import Error, Tags, Warning, register
 
 MIN_SECRET_KEY_LENGTH = 50
 MIN_SECRET_KEY_CHARS = 5
@@ -76,3 +76,20 @@ def check_production_settings(app_configs=None, **kwargs) -> list[Error]:
             )
         )
     return errors
+
+
+@register(Tags.security, deploy=True)
+def check_shared_limits(app_configs=None, **kwargs) -> list[Warning]:
+    """A warning when the sign-in and API limits cannot be shared."""
+    backend = settings.CACHES["default"]["BACKEND"]
+    if backend.endswith(("LocMemCache", "DummyCache")):
+        return [
+            Warning(
+                "The sign-in and API limits count in each process's memory "
+                "(CACHE_URL is unset): every web process, and every restart of "
+                "one, gives a client a new allowance of failed sign-ins.",
+                hint="Set CACHE_URL=redis://host:6379/1 (docker/.env.example).",
+                id="benchdb.W001",
+            )
+        ]
+    return []

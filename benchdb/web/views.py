@@ -10,11 +10,10 @@ from __future__ import annotations
 import gzip
 from functools import lru_cache
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import UserCreationForm
 from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
@@ -22,9 +21,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from benchdb.api.throttling import (
+    account_form_allowed,
     comparison_save_allowed,
     login_allowed,
-    login_failed,
     remember_device,
 )
 from benchdb.results import across, answer_cache, exports, reads, stats
@@ -36,6 +35,7 @@ from benchdb.results.models import (
     Run,
 )
 from benchdb.web import answers, present
+from benchdb.web.forms import SignupForm
 from benchdb_agent import vocab as agent_vocab
 
 MAX_COMPARE = reads.MAX_COMPARE_RUNS
@@ -571,7 +571,9 @@ def token_revoke(request, pk: int):
 class LoginView(auth_views.LoginView):
     """Django's sign-in page with a brute-force limit: after
     LOGIN_FAILURE_LIMIT failures from one address or for one user name within
-    LOGIN_FAILURE_WINDOW_S, it answers 429 without checking the password.
+    LOGIN_FAILURE_WINDOW_S, it answers 429 without checking the password
+    (failures are counted, and the limit enforced on every sign-in path, by
+    ``throttling.LoginLimitBackend``).
     The per-name limit spares browsers the user has signed in from before
     (their device cookie has a limit of its own), so it cannot be used to
     lock the user out."""
@@ -587,10 +589,6 @@ class LoginView(auth_views.LoginView):
             return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().post(request, *args, **kwargs)
 
-    def form_invalid(self, form):
-        login_failed(self.request, self.request.POST.get("username", ""))
-        return super().form_invalid(form)
-
     def form_valid(self, form):
         response = super().form_valid(form)
         remember_device(self.request, response, form.get_user().get_username())
@@ -600,8 +598,27 @@ class LoginView(auth_views.LoginView):
 login_view = LoginView.as_view()
 
 
+def admin_login(request):
+    """The admin's sign-in page, 429 over the sign-in limits as ours is (its
+    password check refuses then: ``throttling.LoginLimitBackend``)."""
+    limited = request.method == "POST" and not login_allowed(
+        request, request.POST.get("username", "")
+    )
+    response = admin.site.login(request)
+    if limited:
+        response.status_code = 429
+    return response
+
+
+def _too_many(request, template: str, form):
+    form.add_error(None, "Too many requests from your address; try again later.")
+    return render(request, template, {"form": form}, status=429)
+
+
 def signup(request):
-    form = UserCreationForm(request.POST or None)
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and not account_form_allowed(request):
+        return _too_many(request, "registration/signup.html", form)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user)
@@ -609,3 +626,13 @@ def signup(request):
         remember_device(request, response, user.get_username())
         return response
     return render(request, "registration/signup.html", {"form": form})
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset by e-mail (a one-time link; the same answer whether or
+    not the address has an account), limited per address like sign-ups."""
+
+    def post(self, request, *args, **kwargs):
+        if not account_form_allowed(request):
+            return _too_many(request, self.template_name, self.get_form())
+        return super().post(request, *args, **kwargs)

@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from benchdb.ops.checks import check_production_settings
-from tests.deploy.conftest import ROOT, production_env
+from benchdb.ops.checks import check_production_settings, check_shared_limits
+from tests.deploy.conftest import ROOT, UNUSED_REDIS, production_env
 
 # Django's own deploy warnings that production settings must not raise.
 SECURITY_WARNINGS = ("W004", "W008", "W009", "W012", "W016", "W018", "W020")
@@ -49,6 +49,7 @@ def test_it_passes_strictly_with_every_hsts_option(test_database_url):
         test_database_url,
         SECURE_HSTS_INCLUDE_SUBDOMAINS="true",
         SECURE_HSTS_PRELOAD="true",
+        CACHE_URL=UNUSED_REDIS,
     )
     result = check_deploy(env, "--fail-level", "WARNING")
     assert result.returncode == 0, result.stderr
@@ -71,10 +72,12 @@ def ids(**overrides) -> set[str]:
         "ALLOWED_HOSTS": ["example.org"],
         "DATABASE_IS_EMBEDDED": False,
         "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+        "CACHES": {"default": {"BACKEND": "benchdb.ops.cache.FailSoftRedisCache"}},
     }
     good.update(overrides)
     with override_settings(**good):
-        return {error.id for error in check_production_settings()}
+        found = check_production_settings() + check_shared_limits()
+        return {error.id for error in found}
 
 
 def test_a_production_configuration_has_no_errors():
@@ -91,7 +94,18 @@ def test_a_production_configuration_has_no_errors():
         ({"ALLOWED_HOSTS": ["example.org", "*"]}, "benchdb.E004"),
         ({"DATABASE_IS_EMBEDDED": True}, "benchdb.E005"),
         ({"CELERY_BROKER_URL": "filesystem://"}, "benchdb.E006"),
+        (
+            {"CACHES": {"default": {"BACKEND": settings.CACHES["default"]["BACKEND"]}}},
+            "benchdb.W001",
+        ),
     ],
 )
 def test_it_refuses_each_insecure_setting(overrides, expected):
     assert ids(**overrides) == {expected}
+
+
+def test_it_warns_when_limits_cannot_be_shared(test_database_url):
+    result = check_deploy(production_env(test_database_url))  # no CACHE_URL
+    assert result.returncode == 0, result.stderr
+    assert "benchdb.W001" in result.stdout + result.stderr
+    assert "CACHE_URL" in result.stdout + result.stderr
