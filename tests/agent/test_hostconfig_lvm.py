@@ -177,3 +177,10 @@ def test_qubes_style_domain_and_qemu_command_line_on_those_volumes(volume_group)
     )
     qemu = hostconfig.for_qemu_cmdline(cmd)
     assert [d.storage_backend for d in qemu] == ["lvm-thin", "lvm"]
+
+
+def test_without_a_working_lvs_it_says_why():
+    backend, why = lvm.backend("/dev/pve/vm-100-disk-0", lvs="no-such-lvs")
+    assert backend == "unknown" and why.endswith("(no lvs here)")
+    backend, why = lvm.backend("/dev/pve/vm-100-disk-0", lvs="false")
+    assert backend == "unknown" and "lvs failed (run as root?)" in why

@@ -25,12 +25,12 @@ NOT_ASKED = (
 )
 
 
-def volumes(lvs: str = "lvs") -> Optional[Dict[str, Tuple[str, str]]]:
-    """path -> (VG/LV, segtype) for every logical volume ``lvs`` lists (both
-    of its paths), or None when lvs is not installed or fails."""
+def volumes(lvs: str = "lvs") -> Tuple[Optional[Dict[str, Tuple[str, str]]], str]:
+    """(path -> (VG/LV, segtype) for every logical volume ``lvs`` lists, by
+    both of its paths; or None when lvs is not installed or fails, and why)."""
     exe = shutil.which(lvs)
     if exe is None:
-        return None
+        return None, "no lvs here"
     try:
         proc = subprocess.run(
             [exe, "--noheadings", "--separator", "|", "-o", LVS_FIELDS],
@@ -39,10 +39,12 @@ def volumes(lvs: str = "lvs") -> Optional[Dict[str, Tuple[str, str]]]:
             timeout=20,
             env=dict(os.environ, LC_ALL="C", LVM_SUPPRESS_FD_WARNINGS="1"),
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"lvs failed: {exc}"
     if proc.returncode != 0:
-        return None
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit status {proc.returncode}"
+        return None, f"lvs failed (run as root?): {last}"
     found: Dict[str, Tuple[str, str]] = {}
     for line in proc.stdout.splitlines():
         parts = [p.strip() for p in line.split("|")]
@@ -52,14 +54,14 @@ def volumes(lvs: str = "lvs") -> Optional[Dict[str, Tuple[str, str]]]:
         for path in (lv_path, dm_path):
             if path:
                 found[path] = (f"{vg}/{lv}", segtype)
-    return found
+    return found, ""
 
 
 def backend(path: str, lvs: str = "lvs") -> Tuple[str, str]:
     """(storage_backend, why) of an LVM-looking device path, from ``lvs``."""
-    found = volumes(lvs)
+    found, failed = volumes(lvs)
     if found is None:
-        return "unknown", NOT_ASKED + " (no lvs here)"
+        return "unknown", f"{NOT_ASKED} ({failed})"
     hit = found.get(path)
     if hit is None and os.path.exists(path):
         real = os.path.realpath(path)
