@@ -320,6 +320,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The public dump for researchers (benchdb/results/tasks.py public_dump), run
 # by `celery -A benchdb beat`; files under PUBLIC_DUMP_DIR (default var/dumps).
 PUBLIC_DUMP_DIR = os.environ.get("PUBLIC_DUMP_DIR", "")
+# Timestamped dumps kept beside latest.* (never one that holds a run taken
+# out of the public set since it was written).
+PUBLIC_DUMP_KEEP = envint("PUBLIC_DUMP_KEEP", 7)
 # No stranded submission (benchdb/results/tasks.py requeue_stale, run by
 # beat): a submission whose message never reached the broker is queued as soon
 # as the broker answers; one still "processing" this long after its last
@@ -339,6 +342,13 @@ CELERY_BEAT_SCHEDULE = {
     "public-dump": {
         "task": "benchdb.results.tasks.public_dump",
         "schedule": envint("PUBLIC_DUMP_INTERVAL_S", 24 * 3600),
+    },
+    # The dump written again when a run left the public set since it was
+    # read (deleted, hidden, made private); until then /api/v1/dump/ leaves
+    # that run out as it serves the file.
+    "refresh-dump": {
+        "task": "benchdb.results.tasks.refresh_dump",
+        "schedule": envint("PUBLIC_DUMP_CHECK_INTERVAL_S", 60),
     },
     "requeue-stale-submissions": {
         "task": "benchdb.results.tasks.requeue_stale",

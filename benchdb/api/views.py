@@ -13,7 +13,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -55,7 +55,12 @@ from benchdb.results.models import (
     hash_secret,
     new_secret,
 )
-from benchdb.results.tasks import enqueue, read_latest_dump
+from benchdb.results.tasks import (
+    dump_is_current,
+    enqueue,
+    filtered_dump,
+    read_latest_dump,
+)
 from benchdb.results.vocab import Visibility
 from benchdb_agent import vocab as agent_vocab
 
@@ -786,8 +791,10 @@ class ApiTokenViewSet(
 class DumpView(generics.GenericAPIView):
     @extend_schema(
         summary="The latest full public dump (gzip'd CSV or JSON Lines)",
-        description="All public runs' results, written periodically by the "
-        "public_dump task.",
+        description="All listed runs' results, written daily by the "
+        "public_dump task and again within minutes of a run leaving the "
+        "public set (deleted, hidden, made private or unlisted); until then "
+        "that run's rows are left out as the dump is served.",
         parameters=[OpenApiParameter("kind", OpenApiTypes.STR, enum=["csv", "jsonl"])],
         responses={
             (200, "application/gzip"): OpenApiTypes.BINARY,
@@ -801,9 +808,20 @@ class DumpView(generics.GenericAPIView):
         handle = read_latest_dump(f"{kind}.gz")
         if handle is None:
             raise exceptions.NotFound("No dump has been written yet.")
-        return FileResponse(
-            handle,
-            as_attachment=True,
-            filename=f"benchdb-public.{kind}.gz",
-            content_type="application/gzip",
-        )
+        filename = f"benchdb-public.{kind}.gz"
+        if dump_is_current():
+            response = FileResponse(
+                handle,
+                as_attachment=True,
+                filename=filename,
+                content_type="application/gzip",
+            )
+        else:
+            response = StreamingHttpResponse(
+                filtered_dump(handle, f"{kind}.gz"), content_type="application/gzip"
+            )
+            response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        # Served again within a minute: a cache in front must not keep rows
+        # of a run taken out of the public set for longer.
+        response["Cache-Control"] = "public, max-age=60"
+        return response

@@ -14,6 +14,8 @@ import json
 import logging
 import os
 import shutil
+import zlib
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -217,6 +219,11 @@ def requeue_stale() -> int:
 # Columns of the public dump's results.csv: one row per run and test, the same
 # as every other run-list export (benchdb/results/exports.py).
 DUMP_COLUMNS = exports.EXPORT_COLUMNS
+DUMP_PREFIX = "benchdb-public-"
+DUMP_SUFFIXES = ("csv.gz", "jsonl.gz")
+# Only one dump is written at a time (beat's daily dump and a regeneration
+# after a removal may meet): a PostgreSQL advisory lock, across machines.
+DUMP_LOCK = 0x62646475  # "bddu"
 
 
 def dump_dir() -> Path:
@@ -231,52 +238,181 @@ def _default_dump_dir() -> Path:
     return embedded.var_dir() / "dumps"
 
 
+def _data_versions() -> tuple[int, int]:
+    """(version, removed) of ``results_dataversion`` (``answer_cache``): a
+    dump written from a snapshot taken at ``version`` holds no run that left
+    the public set while ``removed`` is at most that version."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version, removed FROM results_dataversion WHERE id = 1")
+        row = cursor.fetchone()
+    return (row[0], row[1]) if row else (0, 0)
+
+
+def _write_meta(path: Path, meta: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, path)
+
+
+def read_meta(path: Path) -> dict | None:
+    """A dump's meta (``stem``, ``version``: the data version it was read
+    at), None when missing or unreadable (a dump of an older release)."""
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and "version" in meta else None
+
+
 @shared_task
 def public_dump() -> str:
-    """Write all public runs' results as gzip'd CSV and JSON Lines.
+    """Write all listed runs' results as gzip'd CSV and JSON Lines.
 
     Files are written under a temporary name and renamed into place, so a
-    download never sees half a dump; ``latest.*`` always names a whole one.
-    Returns the stem of the files written.
+    download never sees half a dump; ``latest.*`` always names a whole one,
+    and ``latest.json`` the data version it was read at (``dump_is_current``).
+    Timestamped dumps are pruned: the newest ``PUBLIC_DUMP_KEEP``, and none
+    that may hold a run taken out of the public set since (deleted, hidden,
+    made private or unlisted).  Returns the stem of the files written, or ""
+    when another dump was being written (it is as fresh as this one would
+    be).
     """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [DUMP_LOCK])
+        if not cursor.fetchone()[0]:
+            log.info("public dump: another one is being written")
+            return ""
+    try:
+        return _write_dump()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [DUMP_LOCK])
+
+
+def _write_dump() -> str:
     folder = dump_dir()
-    stem = "benchdb-public-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    csv_tmp = folder / f".{stem}.csv.gz.tmp"
-    jsonl_tmp = folder / f".{stem}.jsonl.gz.tmp"
+    stem = DUMP_PREFIX + datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    # Read before the rows' snapshot, so a removal between the two makes the
+    # dump look older than it is (filtered when served), never newer.
+    version, _removed = _data_versions()
+    tmps = {suffix: folder / f".{stem}.{suffix}.tmp" for suffix in DUMP_SUFFIXES}
     count = 0
     columns = exports.EXPORT_COLUMNS
-    with (
-        gzip.open(csv_tmp, "wt", newline="", compresslevel=6) as csv_out,
-        gzip.open(jsonl_tmp, "wt", compresslevel=6) as jsonl_out,
-    ):
-        # One pass over a server-side cursor: constant memory at any size.
-        writer = csv.writer(csv_out)
-        writer.writerow(columns)
-        for row in exports.result_rows(Run.objects.visible(), stats=True):
-            writer.writerow([exports.csv_cell(v) for v in row[:-1]])
-            doc = {c: exports.json_value(v) for c, v in zip(columns, row, strict=False)}
-            # The stats are PostgreSQL's JSON text, spliced in as they are.
-            line = json.dumps(doc, default=str)[:-1] + ', "stats": ' + row[-1] + "}"
-            jsonl_out.write(line + "\n")
-            count += 1
-    for tmp, suffix in ((csv_tmp, "csv.gz"), (jsonl_tmp, "jsonl.gz")):
-        final = folder / f"{stem}.{suffix}"
-        os.replace(tmp, final)
-        latest_tmp = folder / f".latest.{suffix}.tmp"
-        shutil.copyfile(final, latest_tmp)
-        os.replace(latest_tmp, folder / f"latest.{suffix}")
-    keep = getattr(settings, "PUBLIC_DUMP_KEEP", 7)
-    for suffix in ("csv.gz", "jsonl.gz"):
-        old = sorted(folder.glob(f"benchdb-public-*.{suffix}"))[:-keep]
-        for path in old:
-            path.unlink(missing_ok=True)
+    try:
+        with (
+            gzip.open(tmps["csv.gz"], "wt", newline="", compresslevel=6) as csv_out,
+            gzip.open(tmps["jsonl.gz"], "wt", compresslevel=6) as jsonl_out,
+        ):
+            # One pass over a server-side cursor: constant memory at any size.
+            writer = csv.writer(csv_out)
+            writer.writerow(columns)
+            for row in exports.result_rows(Run.objects.listed(), stats=True):
+                writer.writerow([exports.csv_cell(v) for v in row[:-1]])
+                doc = {
+                    c: exports.json_value(v) for c, v in zip(columns, row, strict=False)
+                }
+                # The stats are PostgreSQL's JSON text, spliced in as they are.
+                line = json.dumps(doc, default=str)[:-1] + ', "stats": ' + row[-1]
+                jsonl_out.write(line + "}\n")
+                count += 1
+        for suffix, tmp in tmps.items():
+            final = folder / f"{stem}.{suffix}"
+            os.replace(tmp, final)
+            latest_tmp = folder / f".latest.{suffix}.tmp"
+            shutil.copyfile(final, latest_tmp)
+            os.replace(latest_tmp, folder / f"latest.{suffix}")
+    finally:
+        for tmp in tmps.values():
+            tmp.unlink(missing_ok=True)
+    meta = {"stem": stem, "version": version, "results": count}
+    _write_meta(folder / f"{stem}.json", meta)
+    # Last: until now latest.json named an older dump, so a reader took the
+    # new files for older than they are (filtered), never the reverse.
+    _write_meta(folder / "latest.json", meta)
+    _prune_dumps(folder, stem)
     log.info("public dump %s: %d results", stem, count)
     return stem
+
+
+def _prune_dumps(folder: Path, newest: str) -> None:
+    """Keep the newest ``PUBLIC_DUMP_KEEP`` timestamped dumps (at least the
+    one just written) that hold no run removed since they were read."""
+    keep = max(1, int(getattr(settings, "PUBLIC_DUMP_KEEP", 7)))
+    _version, removed = _data_versions()
+    stems = sorted(
+        {p.name.split(".", 1)[0] for p in folder.glob(DUMP_PREFIX + "*")}, reverse=True
+    )
+    kept = 0
+    for stem in stems:
+        meta = read_meta(folder / f"{stem}.json")
+        fresh = meta is not None and meta["version"] >= removed
+        if stem == newest or (fresh and kept < keep):
+            kept += 1
+            continue
+        for path in folder.glob(stem + ".*"):
+            path.unlink(missing_ok=True)
+
+
+def dump_is_current() -> bool:
+    """Whether the latest dump holds no run taken out of the public set
+    since it was read: served as written; otherwise ``/api/v1/dump/``
+    filters it as it serves it, until ``refresh_dump`` writes a new one."""
+    meta = read_meta(dump_dir() / "latest.json")
+    return meta is not None and meta["version"] >= _data_versions()[1]
+
+
+@shared_task
+def refresh_dump() -> str:
+    """Beat's check, every ``PUBLIC_DUMP_CHECK_INTERVAL_S``: write the dump
+    again when a run left the public set since the latest one was read (so
+    a delete, a hide or a change of visibility is out of the files within
+    minutes, not at the next daily dump).  Returns the stem written, or ""."""
+    if not (dump_dir() / "latest.csv.gz").exists() or dump_is_current():
+        return ""
+    return public_dump()
 
 
 def read_latest_dump(suffix: str) -> io.BufferedReader | None:
     path = dump_dir() / f"latest.{suffix}"
     return path.open("rb") if path.exists() else None
+
+
+def filtered_dump(handle: io.BufferedReader, suffix: str) -> Iterator[bytes]:
+    """The dump in ``handle`` less what is no longer listed, gzip'd again as
+    it streams: rows of runs that left the public set since it was read are
+    dropped, and a baseline id that is no longer listed is blanked (as a
+    fresh dump writes it).  What ``/api/v1/dump/`` serves while the latest
+    dump is not current (``dump_is_current``), for the minute or so until
+    ``refresh_dump`` writes it again.  Closes ``handle``."""
+    listed = set(Run.objects.listed().values_list("pk", flat=True))
+    packer = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip
+    with handle, gzip.open(handle, "rt", newline="") as text:
+        for chunk in exports._chunks(_listed_lines(text, suffix, listed)):
+            yield packer.compress(chunk)
+    yield packer.flush()
+
+
+def _listed_lines(text: io.TextIOBase, suffix: str, listed: set) -> Iterator[str]:
+    """``filtered_dump``'s lines: those of listed runs, baselines not listed
+    blanked."""
+    run_col = DUMP_COLUMNS.index("run_id")
+    baseline_col = DUMP_COLUMNS.index("baseline_id")
+    if suffix == "jsonl.gz":
+        for line in text:
+            doc = json.loads(line)
+            if doc["run_id"] in listed:
+                if doc["baseline_id"] not in listed:
+                    doc["baseline_id"] = None
+                yield json.dumps(doc) + "\n"
+        return
+    writer = csv.writer(exports._Line())
+    reader = csv.reader(text)
+    yield writer.writerow(next(reader, DUMP_COLUMNS))
+    for row in reader:
+        if int(row[run_col]) in listed:
+            if row[baseline_col] and int(row[baseline_col]) not in listed:
+                row[baseline_col] = ""
+            yield writer.writerow(row)
 
 
 @shared_task
