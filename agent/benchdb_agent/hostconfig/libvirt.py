@@ -306,7 +306,11 @@ def _xen_disks(root: ET.Element) -> List[Disk]:
         d = _libxl_disk(el)
         disk = xen.disk_from_libxl(d, "set in the config (libxl driver)", domain_type)
         disk.platform = "libvirt"
-        disk.set("virtualization", virt, f"<domain type='xen'>, <os><type>{os_type}")
+        disk.set(
+            "virtualization",
+            virt,
+            f"<domain type='xen'> with <os><type>{os_type}</type>",
+        )
         drv = el.find("driver")
         for attr in ("cache", "io"):
             if drv is not None and drv.get(attr) not in (None, "default"):
