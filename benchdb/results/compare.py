@@ -594,6 +594,7 @@ def _computed(
         "verdict_explanation": stats.VERDICT_EXPLANATION.format(margin=margin),
         "tests": tests,
         "not_shared": not_shared,
+        "weaker": _weaker_summary(tests),
     }
 
 
@@ -659,6 +660,16 @@ def _by_workload(by_key: dict[str, dict[int, tuple]], run_ids: list) -> dict:
                     reasons.append(reason)
         out[key] = reasons
     return out
+
+
+def _weaker_summary(tests: list[dict]) -> list[dict]:
+    """The tests compared by workload, grouped by their reasons (``reasons``,
+    ``tests``: titles), so a page says each set of reasons once."""
+    groups: dict[tuple, list] = {}
+    for test in tests:
+        if test["weaker"]:
+            groups.setdefault(tuple(test["weaker"]), []).append(test["title"])
+    return [{"reasons": list(r), "tests": t} for r, t in groups.items()]
 
 
 # The main metrics with their place in ``_comparison_results``' values.

@@ -3,7 +3,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from benchdb.web import sweeps, views
+from benchdb.web import imports, sweeps, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -27,6 +27,8 @@ urlpatterns = [
     path("reports/cache-modes/", views.cache_mode_report, name="report-cache-modes"),
     path("reports/overhead/", views.overhead_report, name="report-overhead"),
     path("submit/", views.submit, name="submit"),
+    path("submit/import/", imports.import_results, name="import-results"),
+    path("submit/import/<int:pk>/", imports.import_status, name="import-status"),
     path("agent/benchdb-agent.pyz", views.agent_download, name="agent-download"),
     path("tokens/", views.token_create, name="token-create"),
     path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),

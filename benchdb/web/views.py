@@ -36,6 +36,7 @@ from benchdb.results.models import (
 )
 from benchdb.web import answers, present
 from benchdb.web.forms import SignupForm
+from benchdb.web.imports import ImportForm
 from benchdb_agent import vocab as agent_vocab
 
 MAX_COMPARE = reads.MAX_COMPARE_RUNS
@@ -539,6 +540,7 @@ def submit(request):
     context = {
         "server": request.build_absolute_uri("/").rstrip("/"),
         "agent_url": request.build_absolute_uri(reverse("agent-download")),
+        "import_form": ImportForm(),
     }
     if request.user.is_authenticated:
         context["tokens"] = request.user.api_tokens.filter(revoked__isnull=True)

@@ -80,10 +80,14 @@ def test_an_imported_rnd4k_q32t1_compares_with_the_agents_run_of_it():
     assert "direct I/O not recorded" in rnd["weaker"]
     assert "file size: 1g against 16m" in rnd["weaker"]
     assert "runtime: 5 against 1" in rnd["weaker"]
+    # Said once for the tests that share the reasons.
+    (summary,) = [w for w in data["weaker"] if "Random read 4 KiB Q32T1" in w["tests"]]
+    assert summary["reasons"] == rnd["weaker"]
     # Two agent runs of the same test are never "weaker".
     twin = agent_run()
     plain = build_comparison([agent, twin])
     assert all(t["weaker"] == [] for t in plain["tests"])
+    assert plain["weaker"] == []
 
 
 def test_the_compare_page_says_why_the_comparison_is_weaker(client):
