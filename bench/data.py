@@ -71,6 +71,9 @@ def seed_bundles(profile: str, runtime: int = 1) -> list[dict]:
                 ]
                 if role == "guest":
                     cmd += ["--tag", "cache_mode=none", "--tag", "storage_backend=zfs"]
+                else:
+                    # A machine that is itself a VM measures a marked host.
+                    cmd.append("--allow-virtual-host")
                 subprocess.run(
                     cmd,
                     check=True,
@@ -78,7 +81,11 @@ def seed_bundles(profile: str, runtime: int = 1) -> list[dict]:
                     env={**os.environ, "PYTHONPATH": f"{ROOT / 'agent'}:{ROOT}"},
                 )
             os.replace(str(path) + ".tmp", path)
-        out.append(json.loads(path.read_text()))
+        doc = json.loads(path.read_text())
+        # The bench times pages of a paired guest and host: the seed host
+        # stands in for a bare-metal one (its figures are only multiplied).
+        doc.pop("virtual_host", None)
+        out.append(doc)
     return out
 
 

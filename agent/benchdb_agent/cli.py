@@ -310,7 +310,10 @@ def _run(args, tags, size) -> int:
             ioping_count=args.ioping_count,
             device=args.device,
             precondition=not args.no_precondition,
+            allow_virtual_host=args.allow_virtual_host,
         )
+    except runner.RoleRefused as exc:
+        die(str(exc), EXIT_USAGE)
     except safety.SafetyError as exc:
         die(str(exc), EXIT_REFUSED)
     except (runner.RunError, OSError) as exc:
@@ -595,6 +598,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", choices=suite.PROFILES, default="quick")
     r.add_argument("--role", choices=vocab.values(vocab.ROLE), default="guest")
     r.add_argument("--pair", help="id shared by a guest run and its host baseline")
+    r.add_argument(
+        "--allow-virtual-host",
+        action="store_true",
+        help="with --role host inside a VM: measure anyway; the run is marked "
+        "virtual_host and never used as a bare-metal baseline",
+    )
     r.add_argument(
         "--repeats", type=_positive, help="repeats per test (default 3, full 5)"
     )

@@ -758,6 +758,7 @@ def check(doc, *, allow_published: bool = False, now=None) -> Checked:
         _string(out, warning, "code", f"/warnings/{i}", max_length=64, required=True)
         _string(out, warning, "message", f"/warnings/{i}", max_length=MAX_STRING)
     _bool(out, doc, "partial", "")
+    _bool(out, doc, "virtual_host", "")
     _string(out, doc, "stop_reason", "", max_length=MAX_STRING)
     timing = _object(out, doc, "timing", "")
     for key in ("run_s", "tool_s"):
@@ -961,6 +962,7 @@ def json_schema() -> dict:
                 },
             },
             "partial": {"type": "boolean"},
+            "virtual_host": {"type": "boolean"},
             "stop_reason": {"type": ["string", "null"]},
             "timing": {
                 "type": ["object", "null"],

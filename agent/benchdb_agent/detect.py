@@ -392,6 +392,22 @@ def target_info(target: str, root: Path = Path("/")) -> dict:
     return info
 
 
+def disk_type_of(target: dict) -> str | None:
+    """The disk type a host's own view of its disk shows (bus and rotational
+    flag), or None.  Only on bare metal: a virtual disk says nothing of what
+    backs it (a virtio disk reports rotational=1 on any storage)."""
+    if target.get("disk_bus") == "nvme":
+        return "nvme-ssd"
+    if target.get("rotational") is True:
+        return "hdd"
+    if target.get("rotational") is False and target.get("disk_bus") in (
+        "sata",
+        "scsi",
+    ):
+        return "sata-ssd"
+    return None
+
+
 def cache_mode_evidence(target: dict) -> dict | None:
     wc = (target.get("write_cache") or "").strip().lower()
     if wc not in WRITE_CACHE_MODES:

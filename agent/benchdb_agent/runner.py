@@ -23,7 +23,7 @@ import threading
 import time
 
 from . import bundle as bundle_mod
-from . import detect, parsers, safety, stats, suite
+from . import detect, parsers, safety, stats, suite, vocab
 
 MiB = 2**20
 GiB = 2**30
@@ -46,6 +46,10 @@ SYNC_MOUNT_OPTIONS = ("sync", "dirsync")
 
 class RunError(RuntimeError):
     pass
+
+
+class RoleRefused(RunError):
+    """The role asked for contradicts what detection sees (exit 2)."""
 
 
 def parse_size(text: str) -> int:
@@ -377,6 +381,16 @@ def _warnings_for(env: dict, tags: dict, size: int, buffered: bool) -> list:
             "every write waits for the disk, so write figures are not those of ",
             "an ordinary mount (environment.target.mount_options)",
         )
+    virt = (env.get("virtualization") or {}).get("type")
+    if vocab.is_virtual_machine(virt) and not tags.get("disk_type"):
+        add(
+            "disk-type-unseen",
+            f"inside a virtual machine ({virt}) the disk's type cannot be seen ",
+            "(a virtual disk's rotational flag says nothing of what backs it), ",
+            "so none is recorded: tag it with --tag disk_type=nvme-ssd (or ",
+            "sata-ssd, hdd, network...), or run `benchdb-agent vm` on the host, ",
+            "which tags it from the host's disk",
+        )
     mode = tags.get("cache_mode")
     if mode == "unsafe":
         add(
@@ -614,6 +628,7 @@ def run_suite(
     progress_stream=None,
     device: str | None = None,
     precondition: bool = True,
+    allow_virtual_host: bool = False,
 ) -> dict:
     """Run a profile against a target directory (or a blank ``device``
     already passed by safety.check_device) and return the bundle.
@@ -634,6 +649,7 @@ def run_suite(
     plan = plan_for(profile, runtime, repeats, max_repeats, size)
     if ioping_count:
         plan["ioping_count"] = ioping_count
+    plan["allow_virtual_host"] = allow_virtual_host
     with Cleanup() as cleanup:
         if device:
             doc, ctx = _prepare_device(
@@ -689,6 +705,22 @@ def _blank_ends(device: str, doc: dict) -> None:
         )
 
 
+def check_role(env: dict, role: str, allow_virtual_host: bool) -> None:
+    """A host baseline is bare metal: refuse ``role`` host where detection
+    finds a hypervisor, unless allowed (the bundle is then marked
+    ``virtual_host`` and the server never uses it as a baseline)."""
+    virt = (env.get("virtualization") or {}).get("type")
+    if role != "host" or not vocab.is_virtual_machine(virt) or allow_virtual_host:
+        return
+    evidence = "; ".join((env.get("virtualization") or {}).get("evidence") or [])[:300]
+    raise RoleRefused(
+        f"--role host, but this machine is a virtual machine ({virt}: {evidence}): "
+        "a host baseline must run on the host itself, where the real disk is. "
+        "Run it there, or pass --allow-virtual-host to measure this VM as a host "
+        "anyway (marked virtual_host: never used as a bare-metal baseline)"
+    )
+
+
 def _new_doc(env, tags, role, pair_id, plan, ctx) -> dict:
     doc = bundle_mod.new_bundle(
         role=role,
@@ -698,6 +730,18 @@ def _new_doc(env, tags, role, pair_id, plan, ctx) -> dict:
         pair_id=pair_id,
     )
     doc["warnings"] = _warnings_for(env, tags, ctx.size, ctx.buffered)
+    if role == "host" and vocab.is_virtual_machine(
+        (env.get("virtualization") or {}).get("type")
+    ):
+        doc["virtual_host"] = True
+        doc["warnings"].append(
+            {
+                "code": "virtual-host",
+                "message": "a host run inside a virtual machine "
+                "(--allow-virtual-host): not a bare-metal baseline, kept out of "
+                "pairing and the overhead report",
+            }
+        )
     doc["environment"]["test_file_bytes"] = ctx.size
     doc["partial"] = False
     doc["stop_reason"] = None
@@ -731,6 +775,7 @@ def _prepare_target(
     if not target or not os.path.isdir(target):
         raise RunError(f"{target} is not a directory (use --device for a block device)")
     env = detect.detect(target, include_identifiers=include_identifiers)
+    check_role(env, role, plan["allow_virtual_host"])
     needed = sorted({t["tool"] for t in tests})
     missing = [TOOL_PACKAGES[t] for t in needed if shutil.which(t) is None]
     if missing:
@@ -800,6 +845,7 @@ def _prepare_device(
     is_block = stat.S_ISBLK(os.stat(device).st_mode)
     reasons = check_memory_target(device, is_block, allow_buffered)
     env = detect.detect(None, include_identifiers=include_identifiers)
+    check_role(env, role, plan["allow_virtual_host"])
     name = os.path.basename(os.path.realpath(device))
     env["target"] = {
         "path": device,

@@ -45,7 +45,16 @@ import time
 import uuid
 import xml.etree.ElementTree as ET
 
-from . import DEFAULT_STATE_DIR, hostconfig, qga, runner, stats, suite, zipapp_build
+from . import (
+    DEFAULT_STATE_DIR,
+    detect,
+    hostconfig,
+    qga,
+    runner,
+    stats,
+    suite,
+    zipapp_build,
+)
 from . import bundle as bundle_mod
 from .hostconfig.model import MODE_FLAGS
 
@@ -1209,6 +1218,14 @@ def _confirm(vm, disk: DiskConfig, modes: list, args, log) -> None:
         raise VmError("cancelled; nothing was changed")
 
 
+def host_disk_type(host_doc: dict) -> str | None:
+    """The disk type the host baseline saw (its own disk's bus and rotational
+    flag), which the guest cannot; None when the host is itself a VM."""
+    if host_doc.get("virtual_host"):
+        return None
+    return detect.disk_type_of(host_doc["environment"].get("target") or {})
+
+
 def _host_tags(disk: DiskConfig) -> dict:
     tags = dict(disk.tags)
     fs = host_filesystem(disk.path)
@@ -1298,6 +1315,9 @@ def run(args, emit, log) -> int:
             only=args.test,
             ioping_count=args.ioping_count,
             progress_stream=_Prefixed(progress),
+            # A host that is itself a VM (nested) is measured, marked
+            # virtual_host, and never paired as bare metal.
+            allow_virtual_host=True,
         )
         progress.end()
         _finish(host_doc, sweep_id, {"storage_backend": "host-config"}, vm, disk)
@@ -1305,6 +1325,9 @@ def run(args, emit, log) -> int:
         if host_doc.get("partial"):
             # Kept and sent, marked partial; no guest run without a baseline.
             raise VmError(f"the host baseline stopped: {host_doc.get('stop_reason')}")
+        seen = host_disk_type(host_doc)
+        if seen and "disk_type" not in tags:
+            tags["disk_type"] = seen
         if guest is None:
             log("the VM has no reachable guest agent; run this inside the guest:")
             print(fallback_command(args, pair_id, tags))
@@ -1318,6 +1341,8 @@ def run(args, emit, log) -> int:
                 guest.wait(args.agent_timeout)
                 disk = vm.disk(args.disk)  # what the restarted VM really runs
                 tags = _host_tags(disk)
+                if seen:
+                    tags.setdefault("disk_type", seen)
                 if tags.get("cache_mode") != mode:
                     raise VmError(
                         f"asked for cache={mode}, but the VM runs "

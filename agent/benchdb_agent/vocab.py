@@ -115,6 +115,17 @@ DISK_TYPE = (
     ("unknown", "unknown"),
 )
 
+# Virtualization types that are not a virtual machine: under any other the
+# agent sees a virtual disk, so a "host" run there is not bare metal
+# (dom0 is Xen's own host domain, with the real disks).
+NOT_A_VIRTUAL_MACHINE = ("none", "unknown", "container", "xen-dom0")
+
+
+def is_virtual_machine(kind) -> bool:
+    """Whether a detected virtualization type is a virtual machine."""
+    return bool(kind) and kind not in NOT_A_VIRTUAL_MACHINE
+
+
 RAID_LEVEL = (
     ("none", "none"),
     ("raid0", "RAID 0"),

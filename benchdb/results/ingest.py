@@ -40,6 +40,7 @@ from benchdb.results.models import (
 )
 from benchdb.results.vocab import DiskType, Role, Source, Visibility
 from benchdb_agent import contract, parsers
+from benchdb_agent import detect as agent_detect
 from benchdb_agent import suite as agent_suite
 from benchdb_agent.contract import parse_direction
 
@@ -322,20 +323,13 @@ def _hardware(bundle: dict) -> Hardware | None:
     target = env.get("target") or {}
     disk_type = tags.get("disk_type") or DiskType.UNKNOWN
     disk_model = tags.get("disk_model") or ""
-    if bundle.get("role") == Role.HOST:
-        # On the host the agent sees the real disk; in a guest it sees a
-        # virtual one whose model and rotational flag say nothing of the host.
+    if bundle.get("role") == Role.HOST and not is_virtual_host(bundle):
+        # On the host the agent sees the real disk; in a guest (or a "host"
+        # inside a VM) it sees a virtual one whose model and rotational flag
+        # say nothing of what backs it.
         disk_model = disk_model or (target.get("model") or "")
         if disk_type == DiskType.UNKNOWN:
-            if target.get("disk_bus") == "nvme":
-                disk_type = DiskType.NVME_SSD
-            elif target.get("rotational") is True:
-                disk_type = DiskType.HDD
-            elif target.get("rotational") is False and target.get("disk_bus") in (
-                "sata",
-                "scsi",
-            ):
-                disk_type = DiskType.SATA_SSD
+            disk_type = agent_detect.disk_type_of(target) or DiskType.UNKNOWN
     battery = {"yes": True, "no": False}.get(tags.get("controller_battery", ""))
     fields = {
         "cpu_model": (cpu.get("model") or "")[:200],
@@ -429,6 +423,13 @@ def plausibility(run: Run, results: list[Result]) -> list[str]:
     return reasons
 
 
+def is_virtual_host(bundle: dict) -> bool:
+    """A host run inside a virtual machine, as the agent marks it
+    (``virtual_host``: --allow-virtual-host; the agent refuses such a host
+    run without it)."""
+    return bundle.get("role") == Role.HOST and bundle.get("virtual_host") is True
+
+
 def first_host(run: Run) -> Run | None:
     """A guest run's host baseline: the first host run of its pair id and
     owner (the same account, or both anonymous, so that nobody can attach
@@ -437,7 +438,12 @@ def first_host(run: Run) -> Run | None:
     if not run.pair_id or run.role != Role.GUEST:
         return None
     return (
-        Run.objects.filter(pair_id=run.pair_id, owner_id=run.owner_id, role=Role.HOST)
+        Run.objects.filter(
+            pair_id=run.pair_id,
+            owner_id=run.owner_id,
+            role=Role.HOST,
+            virtual_host=False,
+        )
         .order_by("created", "id")
         .first()
     )
@@ -470,6 +476,8 @@ def link_pair(run: Run, attached_to: int | None = None) -> None:
         if (host.pk if host else None) != attached_to:
             compare.store_overheads([run.pk])
         return
+    if run.virtual_host:
+        return  # never a baseline: its guests wait for a bare-metal host
     guests = list(
         Run.objects.filter(
             pair_id=run.pair_id,
@@ -596,6 +604,7 @@ def store_bundle(
         warnings=bundle.get("warnings") or [],
         os_name=((env.get("os") or {}).get("name") or "")[:200],
         kernel=((env.get("os") or {}).get("kernel") or "")[:200],
+        virtual_host=is_virtual_host(bundle),
     )
     describe(run, env, tags)
     run.hardware = _hardware(bundle)

@@ -340,6 +340,10 @@ class Run(models.Model):
     warnings = JSONField(default=list, blank=True)
     # Moderation and plausibility.
     suspect = models.BooleanField(default=False)
+    # A host run measured inside a virtual machine (agent --allow-virtual-host,
+    # or a host bundle whose detection found a hypervisor): its disk is a
+    # virtual one, so it is never a guest's bare-metal baseline.
+    virtual_host = models.BooleanField(default=False)
     suspect_reasons = JSONField(default=list, blank=True)
     hidden = models.BooleanField(default=False)
     hidden_reason = models.TextField(blank=True)

@@ -312,6 +312,8 @@ def _host_baseline(pyz, pair_id, short, scratch, out) -> dict:
         str(target),
         "--role",
         "host",
+        # This machine is itself a KVM guest (nested): measured, marked.
+        "--allow-virtual-host",
         "--pair",
         pair_id,
         *short,
