@@ -54,19 +54,25 @@ from django.db.models.functions import Cast, Ln
 
 from benchdb.results import across, compare, stats
 from benchdb.results.models import Result, Run
+from benchdb.results.vocab import Source
 
 # The per-run figures a population can be built from: metric -> Result column.
 METRICS = compare.METRIC_COLUMNS
 
 
-def population_runs() -> QuerySet:
+def population_runs(include_declared: bool = False) -> QuerySet:
     """Runs that may enter an across-runs answer: listed and not suspect.
 
     ``Run.objects.listed()`` is the one rule for lists, reports and
     aggregates (public, not hidden); a suspect run is shown with its reason,
-    never mixed into others' statistics.
+    never mixed into others' statistics.  Imported runs, whose configuration
+    is declared and not verified, enter only when asked for
+    (``include_declared``: a ``source`` filter names them).
     """
-    return Run.objects.listed().filter(suspect=False)
+    runs = Run.objects.listed().filter(suspect=False)
+    if not include_declared:
+        runs = runs.exclude(source=Source.IMPORTED)
+    return runs
 
 
 def _column(metric: str) -> str:
@@ -568,9 +574,10 @@ def filter_runs(params, base: QuerySet | None = None) -> QuerySet:
             else:
                 query[k] = str(v)
         params = query
-    filterset = RunFilterSet(
-        params, queryset=base if base is not None else population_runs()
-    )
+    if base is None:
+        # Declared (imported) runs only when the filter asks for a source.
+        base = population_runs(include_declared=bool(params.getlist("source")))
+    filterset = RunFilterSet(params, queryset=base)
     if not filterset.is_valid():
         problems = "; ".join(
             f"{field}: {' '.join(str(e) for e in errors)}"
