@@ -37,7 +37,7 @@ import uuid
 import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import parsers, vocab
+from . import parsers, suite, vocab
 
 SCHEMA_VERSION = 1
 MAX_TESTS = 200
@@ -104,6 +104,10 @@ TAG_DEFAULT_MAX_LENGTH = 200
 TAG_INTEGER_MAX = {"disk_count": 10000, "controller_cache": 2**50}
 # fio job options a raw output must share with its test, where both name them.
 FIO_CHECKED_OPTIONS = ("rw", "readwrite", "bs", "iodepth", "numjobs", "ioengine")
+# What a raw output says of its workload, by the tool that wrote it, checked
+# against the test's options and its catalogue test id: fio's job options,
+# ioping's request size.
+WORKLOAD_OPTIONS = {"fio": FIO_CHECKED_OPTIONS, "ioping": ("size",)}
 # Records and their re-parse agree to this relative precision (the agent
 # writes the parser's floats; JSON keeps them exactly, other writers may not).
 RECORD_REL_TOL = 1e-9
@@ -508,32 +512,62 @@ def _compare_records(out: Checked, sent: list, parsed: list, pointer: str) -> No
                 )
 
 
-def _compare_options(out: Checked, test: dict, parsed: list, pointer: str) -> None:
-    """A fio raw output must be of the test's job: same rw, bs, depth, jobs."""
-    options = test.get("options")
-    if not isinstance(options, dict):
-        return
+def _size_bytes(value) -> Optional[int]:
+    """A block or request size as fio and ioping write it ("4k", "1M",
+    "4KiB", "512", 4096) in bytes (k = 1024, as both tools count), None when
+    it is not one."""
+    m = re.fullmatch(r"(\d+)\s*([kmgt]?)(?:i?b)?", str(value).strip().lower())
+    if m is None:
+        return None
+    return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
+
+
+def _same_option(key: str, a, b) -> bool:
+    if key in ("bs", "size"):
+        size_a, size_b = _size_bytes(a), _size_bytes(b)
+        if size_a is not None and size_b is not None:
+            return size_a == size_b
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def _workload_mismatch(options: dict, parsed: list) -> Optional[Tuple[str, str, str]]:
+    """The first of the raw tool's ``WORKLOAD_OPTIONS`` on which ``options``
+    and a raw output's parsed records disagree: (key, the options' value,
+    the raw's)."""
     for rec in parsed:
         job_options = rec.get("options")
         if not isinstance(job_options, dict):
             continue
-        for key in FIO_CHECKED_OPTIONS:
+        for key in WORKLOAD_OPTIONS.get(rec.get("tool"), ()):
             if key in options and key in job_options:
-                want = str(options[key]).strip().lower()
-                got = str(job_options[key]).strip().lower()
-                if want != got:
-                    out.add(
-                        pointer,
-                        f"is the output of a fio job with {key}={got}, but the "
-                        f"test's options say {key}={want}",
-                    )
-                    return
+                if not _same_option(key, options[key], job_options[key]):
+                    return key, str(options[key]), str(job_options[key])
+    return None
+
+
+def _compare_options(out: Checked, test: dict, parsed: list, pointer: str) -> None:
+    """A raw output must be of the test's job: for fio the same rw, bs, depth
+    and jobs; for ioping the same request size."""
+    options = test.get("options")
+    if not isinstance(options, dict):
+        return
+    found = _workload_mismatch(options, parsed)
+    if found is not None:
+        key, want, got = found
+        tool = parsed[0].get("tool") or "tool"
+        out.add(
+            pointer,
+            f"is the output of a {tool} job with {key}={got.lower()}, but the "
+            f"test's options say {key}={want.lower()}",
+        )
 
 
 def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records):
+    """Check one raw output; (its tool, format, parsed records) when it
+    parses, for ``_identity``."""
     if not isinstance(raw, dict):
         out.add(pointer, "must be an object")
-        return
+        return None
     before = len(out.errors)
     fmt = _choice(out, raw, "format", pointer, RAW_FORMATS, required=True)
     _choice(out, raw, "encoding", pointer, RAW_ENCODINGS, required=True)
@@ -569,10 +603,10 @@ def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records)
     for i, rec in enumerate(found):
         _record(out, rec, f"{pointer}/(parsed)/{i}")
     out.raws[pointer] = (text, found)
-    if test.get("tool") == "fio":
-        _compare_options(out, test, found, pointer)
+    _compare_options(out, test, found, pointer)
     if isinstance(records, list):
         _compare_records(out, records, found, rep_pointer)
+    return parsed.get("tool"), fmt, found
 
 
 def _record(out: Checked, rec, pointer: str) -> None:
@@ -599,7 +633,91 @@ def _record(out: Checked, rec, pointer: str) -> None:
 # Tests, environment, the bundle ----------------------------------------------
 
 
-def _test(out: Checked, test, pointer: str, *, needs_raw: bool, seen: set) -> None:
+def _key_problem(test: dict, suite_version: Optional[str], buffered: bool):
+    """Why the test's comparability key is not the one its own fields give
+    (``suite.comparability_key`` of its test id, tool, tool version and
+    options; ``imported/1|test id|tool major`` for an imported test), or
+    None.  The fields are checked against the raw outputs (``_identity``),
+    so a key that agrees with them is the raw outputs' key."""
+    key = test.get("comparability_key")
+    if not isinstance(key, str) or not key:
+        return None
+    test_id, tool = test.get("test_id"), test.get("tool")
+    version = test.get("tool_version") or None
+    options = test.get("options") if isinstance(test.get("options"), dict) else {}
+    if key.startswith("imported/"):
+        expected = f"imported/1|{test_id}|{suite.tool_major(version)}"
+    else:
+        expected = suite.comparability_key(test_id, tool, options, version)
+        if suite_version:
+            # The suite version the bundle says it ran (an older agent's).
+            prefix = f"{suite.SUITE_ID}/{suite.SUITE_VERSION}|"
+            expected = f"{suite.SUITE_ID}/{suite_version}|" + expected[len(prefix) :]
+        if buffered:
+            expected += "|buffered"
+    if key == expected:
+        return None
+    return (
+        f"{key!r}, but the test's id, tool, tool version and options give {expected!r}"
+    )
+
+
+def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
+    """What a test is comes from its raw outputs, not from the client: the
+    tool that wrote them, the workload they ran (fio's rw, bs, depth and
+    jobs, ioping's request size; against the test's options in ``_raw``),
+    the catalogue test id's workload, and the comparability key those give
+    (``_key_problem``).  The first disagreement is refused with its field."""
+    tool = test.get("tool")
+    for raw_tool, fmt, _found in raws:
+        if raw_tool and raw_tool != tool:
+            out.add(
+                f"{pointer}/tool",
+                f"{tool!r}, but the raw output is {raw_tool}'s ({fmt})",
+            )
+            return
+    test_id = test.get("test_id")
+    try:
+        known = suite.get_test(test_id) if isinstance(test_id, str) else None
+    except KeyError:
+        known = None
+    if known is not None:
+        # A test imported from another tool (CrystalDiskMark, DiskSpd) is
+        # named by its workload (``workload.identify``), whatever its tool.
+        if known["tool"] != tool and tool != "other":
+            out.add(f"{pointer}/test_id", f"{test_id!r} is a {known['tool']} test")
+            return
+        # ioengine: the agent falls back to psync where libaio is missing.
+        workload = {k: v for k, v in known["options"].items() if k != "ioengine"}
+        for _raw_tool, _fmt, found in raws:
+            mismatch = _workload_mismatch(workload, found)
+            if mismatch is not None:
+                key, want, got = mismatch
+                out.add(
+                    f"{pointer}/test_id",
+                    f"{test_id!r} runs {key}={want.lower()}, but the raw output "
+                    f"is of a {tool} job with {key}={got.lower()}",
+                )
+                return
+    suite_doc = bundle.get("suite") if isinstance(bundle.get("suite"), dict) else {}
+    version = suite_doc.get("version")
+    if suite_doc.get("id") != suite.SUITE_ID or not isinstance(version, str):
+        version = None
+    buffered = bool(test.get("buffered") or bundle.get("buffered"))
+    problem = _key_problem(test, version, buffered)
+    if problem is not None:
+        out.add(f"{pointer}/comparability_key", problem)
+
+
+def _test(
+    out: Checked,
+    test,
+    pointer: str,
+    *,
+    needs_raw: bool,
+    seen: set,
+    bundle: Optional[dict] = None,
+) -> None:
     if not isinstance(test, dict):
         out.add(pointer, "must be an object")
         return
@@ -632,6 +750,7 @@ def _test(out: Checked, test, pointer: str, *, needs_raw: bool, seen: set) -> No
     if isinstance(test.get("repeats"), list) and not test["repeats"]:
         out.add(f"{pointer}/repeats", "must hold at least one repeat")
     indexes = set()
+    raws = []
     for r, repeat in enumerate(repeats):
         where = f"{pointer}/repeats/{r}"
         if not isinstance(repeat, dict):
@@ -656,7 +775,11 @@ def _test(out: Checked, test, pointer: str, *, needs_raw: bool, seen: set) -> No
             elif not records:
                 out.add(f"{where}/records", "must hold at least one record")
         else:
-            _raw(out, raw, test, f"{where}/raw", where, repeat.get("records"))
+            found = _raw(out, raw, test, f"{where}/raw", where, repeat.get("records"))
+            if found is not None:
+                raws.append(found)
+    if needs_raw and bundle is not None and raws:
+        _identity(out, test, pointer, raws, bundle)
 
 
 def _environment(out: Checked, env: dict, pointer: str) -> None:
@@ -775,7 +898,14 @@ def check(doc, *, allow_published: bool = False, now=None) -> Checked:
         out.add("/tests", "must hold at least one test")
     seen: set = set()
     for t, test in enumerate(tests):
-        _test(out, test, f"/tests/{t}", needs_raw=source != "published", seen=seen)
+        _test(
+            out,
+            test,
+            f"/tests/{t}",
+            needs_raw=source != "published",
+            seen=seen,
+            bundle=doc,
+        )
     return out
 
 

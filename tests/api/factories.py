@@ -42,6 +42,15 @@ PROFILES = {
         "numjobs": 1,
         "size": "1m",
     },
+    # A 1 MiB sequential read: a workload of another kind, for the tests of
+    # a test's identity (tests/api/test_test_identity.py).
+    "fio-seq-read-1m-q1t1": {
+        "rw": "read",
+        "bs": "1m",
+        "iodepth": 1,
+        "numjobs": 1,
+        "size": "8m",
+    },
 }
 SPEEDS = {"fast": [], "slow": ["--rate_iops=300"]}
 # dd writes 4 MiB and fdatasyncs; GNU dd reports on stderr and does not say
