@@ -656,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
     im = sub.add_parser(
         "import",
         help="turn existing results (fio, ioping, dd, CrystalDiskMark, KDiskMark, "
-        "DiskSpd, YABS) into a bundle",
+        "DiskSpd, YABS, Phoronix Test Suite) into a bundle",
         description="Each job of each file becomes a test named by its workload "
         "(a CrystalDiskMark RND4K Q32T1 read is the suite's "
         "fio-rand-read-4k-q32t1); the same workload in several files is one "

@@ -118,3 +118,17 @@ def test_a_facet_outside_its_vocabulary_is_refused(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2
     assert "invalid choice: 'fast'" in proc.stderr.decode()
+
+
+def test_a_phoronix_result_is_the_suites_sweep_test_of_its_depth(tmp_path):
+    out = tmp_path / "pts.json"
+    proc = agent(
+        "import", str(SAMPLES / "pts/fio-2.1.0-docs.xml"), "--out", str(out),
+        "--no-input",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    doc = json.loads(out.read_text())
+    assert bundle.validate(doc) == []
+    ids = [t["test_id"] for t in doc["tests"]]
+    # pts/fio-2.x runs iodepth=64: the full profile's sweep point.
+    assert ids == ["fio-sweep-rand-read-4k-q64t1", "io-seq-write-1m-q64t1"]

@@ -361,3 +361,39 @@ def test_a_file_over_the_limit_is_refused_before_it_is_read_as_text():
     big = b"x" * (parsers.MAX_INPUT_BYTES + 1)
     with pytest.raises(parsers.ParseError, match="larger than 16777216 bytes"):
         parsers.decode(big, "big.txt")
+
+
+def test_phoronix_composite_twins_make_one_record_per_option_set():
+    # Written from pts/fio-2.1.0's definitions (tests/samples/README.md):
+    # "MB/s" 357 is fio's MiB/s, 1.2 is its KiB/s / 1000; IOPS as printed.
+    result = parse("pts/fio-2.1.0-docs.xml")
+    assert result["format"] == "pts-composite"
+    assert result["tool_version"] == "Phoronix Test Suite pts/fio-2.1.0"
+    rnd, seq = result["records"]
+    assert (rnd["direction"], rnd["iops"], rnd["bw_bytes"]) == (
+        "read",
+        91400,
+        357 * 2**20,
+    )
+    assert rnd["options"]["trials_iops"] == "90900:91600:91700"
+    assert {k: rnd["options"][k] for k in ("rw", "bs", "iodepth", "ioengine")} == {
+        "rw": "randread",
+        "bs": "4k",
+        "iodepth": "64",
+        "ioengine": "libaio",
+    }
+    assert (seq["direction"], seq["bw_bytes"], seq["iops"]) == (
+        "write",
+        1228800,
+        None,
+    )
+    assert seq["options"]["direct"] == "0"
+    assert "KVM" in result["meta"]["software"]
+
+
+def test_phoronix_file_of_two_systems_is_refused_naming_them():
+    text = (SAMPLES / "pts/fio-2.1.0-docs.xml").read_text()
+    second = text[text.index("  <System>") : text.index("  <Result>")]
+    text = text.replace(second, second + second.replace("vm-nvme", "host-nvme"), 1)
+    with pytest.raises(parsers.ParseError, match=r"2 systems \(vm-nvme, host-nvme\)"):
+        parsers.parse(text)

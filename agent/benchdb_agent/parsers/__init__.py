@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from . import crystaldiskmark, dd, diskspd, fio, ioping, yabs
+from . import crystaldiskmark, dd, diskspd, fio, ioping, pts, yabs
 from .common import MAX_INPUT_BYTES, METRIC_KEYS, RECORD_KEYS, ParseError, decode
 
 __all__ = [
@@ -39,6 +39,7 @@ FORMATS = (
     "diskspd-text",
     "yabs-json",
     "yabs-text",
+    "pts-composite",
 )
 
 _PARSERS = {
@@ -54,6 +55,7 @@ _PARSERS = {
     "diskspd-text": diskspd.parse_text,
     "yabs-json": yabs.parse_json,
     "yabs-text": yabs.parse_text,
+    "pts-composite": pts.parse,
 }
 
 
@@ -61,6 +63,7 @@ _PARSERS = {
 # fio, ioping or dd output has (checked after fio JSON, before the rest).
 _OTHER_TOOLS = (
     ("diskspd-xml", diskspd.looks_like_xml),
+    ("pts-composite", pts.looks_like),
     ("crystaldiskmark", crystaldiskmark.looks_like),
     ("diskspd-text", diskspd.looks_like_text),
     ("yabs-json", yabs.looks_like_json),
