@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import xml.etree.ElementTree as ET
 from decimal import Decimal, InvalidOperation
 
 # The numeric metrics of a record, in the units their names carry.
@@ -211,3 +212,22 @@ def decode(data: bytes, source: str = "<input>") -> str:
             source, f"line {line}: a NUL character: a binary file, not a tool output"
         )
     return text
+
+
+def xml_root(text: str, source: str, tool: str, tag: str):
+    """The root element of a tool's XML output, which must be ``<tag>``."""
+    try:
+        root = ET.fromstring(text.strip())
+    except ET.ParseError as exc:
+        raise ParseError(
+            source, f"{tool} XML is malformed or truncated: {exc}"
+        ) from None
+    if root.tag != tag:
+        raise ParseError(source, f"expected {tool}'s <{tag}>, found <{root.tag}>")
+    return root
+
+
+def xml_text(el, path: str):
+    """The stripped text of ``el``'s element at ``path``, or None."""
+    found = el.find(path)
+    return None if found is None or found.text is None else found.text.strip()

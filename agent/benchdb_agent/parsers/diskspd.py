@@ -19,10 +19,9 @@ duration) becomes fio-like options: ``rw``, ``bs``, ``iodepth``,
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from decimal import Decimal
 
-from .common import NUMBER, ParseError, dec, num, record
+from .common import NUMBER, ParseError, dec, num, record, xml_root, xml_text
 
 MS = Decimal(10**6)  # nanoseconds per millisecond
 
@@ -67,13 +66,8 @@ def _options(random: bool, block: int, depth, threads, write_ratio, **extra) -> 
     return out
 
 
-def _text(el, path: str):
-    found = el.find(path)
-    return None if found is None or found.text is None else found.text.strip()
-
-
 def _int(el, path: str, source: str, default=None):
-    value = _text(el, path)
+    value = xml_text(el, path)
     if value is None:
         return default
     if not re.fullmatch(r"\d+", value):
@@ -82,15 +76,8 @@ def _int(el, path: str, source: str, default=None):
 
 
 def parse_xml(text: str, source: str, direction=None) -> dict:
-    try:
-        root = ET.fromstring(text.strip())
-    except ET.ParseError as exc:
-        raise ParseError(
-            source, f"DiskSpd XML is malformed or truncated: {exc}"
-        ) from None
-    if root.tag != "Results":
-        raise ParseError(source, f"expected DiskSpd's <Results>, found <{root.tag}>")
-    version = _text(root, "System/Tool/Version")
+    root = xml_root(text, source, "DiskSpd", "Results")
+    version = xml_text(root, "System/Tool/Version")
     spans_profile = root.findall("Profile/TimeSpans/TimeSpan")
     spans = root.findall("TimeSpan")
     if not spans:
@@ -99,8 +86,10 @@ def parse_xml(text: str, source: str, direction=None) -> dict:
     for s, span in enumerate(spans):
         where = f"{source}: TimeSpan[{s}]"
         if span.find("Error") is not None:
-            raise ParseError(where, _text(span, "Error") or "DiskSpd reported an error")
-        seconds = _text(span, "TestTimeSeconds")
+            raise ParseError(
+                where, xml_text(span, "Error") or "DiskSpd reported an error"
+            )
+        seconds = xml_text(span, "TestTimeSeconds")
         if seconds is None:
             raise ParseError(where, "has no <TestTimeSeconds>")
         seconds = dec(seconds, where, "test time")
@@ -117,7 +106,7 @@ def parse_xml(text: str, source: str, direction=None) -> dict:
         totals: dict = {}
         for thread in span.findall("Thread"):
             for target in thread.findall("Target"):
-                path = _text(target, "Path") or ""
+                path = xml_text(target, "Path") or ""
                 t = totals.setdefault(path, dict.fromkeys(("rb", "rc", "wb", "wc"), 0))
                 t["rb"] += _int(target, "ReadBytes", where, 0)
                 t["rc"] += _int(target, "ReadCount", where, 0)
@@ -126,7 +115,7 @@ def parse_xml(text: str, source: str, direction=None) -> dict:
         if not totals:
             raise ParseError(where, "has no <Thread>/<Target> counts (truncated?)")
         for path, t in totals.items():
-            spec = next((x for x in targets if _text(x, "Path") == path), None)
+            spec = next((x for x in targets if xml_text(x, "Path") == path), None)
             options = {}
             if spec is not None:
                 threads = (
@@ -135,12 +124,12 @@ def parse_xml(text: str, source: str, direction=None) -> dict:
                     else _int(spec, "ThreadsPerFile", where)
                 )
                 options = _options(
-                    _text(spec, "RandomAccess") == "true",
+                    xml_text(spec, "RandomAccess") == "true",
                     _int(spec, "BlockSize", where),
                     _int(spec, "RequestCount", where),
                     threads,
-                    _text(spec, "WriteRatio"),
-                    direct="1" if _text(spec, "DisableOSCache") == "true" else "0",
+                    xml_text(spec, "WriteRatio"),
+                    direct="1" if xml_text(spec, "DisableOSCache") == "true" else "0",
                     size=_int(spec, "FileSize", where),
                     runtime=duration,
                 )
@@ -174,15 +163,15 @@ def parse_xml(text: str, source: str, direction=None) -> dict:
 
 def _xml_latency(rec: dict, latency, direction: str, where: str) -> None:
     side = "Read" if direction == "read" else "Write"
-    mean = _text(latency, f"Average{side}Milliseconds")
-    stdev = _text(latency, f"{side}LatencyStdev")
+    mean = xml_text(latency, f"Average{side}Milliseconds")
+    stdev = xml_text(latency, f"{side}LatencyStdev")
     if mean is not None:
         rec["lat_mean_ns"] = num(dec(mean, where) * MS)
     if stdev is not None:
         rec["lat_stdev_ns"] = num(dec(stdev, where) * MS)
     for bucket in latency.findall("Bucket"):
-        p = _text(bucket, "Percentile")
-        value = _text(bucket, f"{side}Milliseconds")
+        p = xml_text(bucket, "Percentile")
+        value = xml_text(bucket, f"{side}Milliseconds")
         if p is None or value is None:
             continue
         key = {

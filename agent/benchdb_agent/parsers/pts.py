@@ -22,9 +22,8 @@ The 2.x job file sets ``iodepth=64``, ``size=1g``, ``runtime=60``.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 
-from .common import ParseError, dec, num, record
+from .common import ParseError, dec, num, record, xml_root, xml_text
 
 _TYPES = {
     "Random Read": "randread",
@@ -47,11 +46,6 @@ def looks_like(text: str) -> bool:
     return "<PhoronixTestSuite>" in head or (
         "<PhoronixTestSuite" in head and "pts/fio" in text
     )
-
-
-def _text(el, path: str):
-    found = el.find(path)
-    return None if found is None or found.text is None else found.text.strip()
 
 
 def _options(description: str, source: str) -> dict:
@@ -89,15 +83,8 @@ def _bandwidth(value, where: str):
 
 
 def parse(text: str, source: str, direction=None) -> dict:
-    try:
-        root = ET.fromstring(text.strip())
-    except ET.ParseError as exc:
-        raise ParseError(
-            source, f"Phoronix Test Suite XML is malformed or truncated: {exc}"
-        ) from None
-    if root.tag != "PhoronixTestSuite":
-        raise ParseError(source, f"expected <PhoronixTestSuite>, found <{root.tag}>")
-    systems = [_text(s, "Identifier") or "" for s in root.findall("System")]
+    root = xml_root(text, source, "Phoronix Test Suite", "PhoronixTestSuite")
+    systems = [xml_text(s, "Identifier") or "" for s in root.findall("System")]
     if len(systems) > 1:
         raise ParseError(
             source,
@@ -109,16 +96,16 @@ def parse(text: str, source: str, direction=None) -> dict:
     version = None
     for i, result in enumerate(root.findall("Result")):
         where = f"{source}: Result[{i}]"
-        identifier = _text(result, "Identifier") or ""
+        identifier = xml_text(result, "Identifier") or ""
         if not identifier.startswith("pts/fio"):
             continue
         version = identifier
-        description = _text(result, "Description") or ""
-        scale = _text(result, "Scale")
+        description = xml_text(result, "Description") or ""
+        scale = xml_text(result, "Scale")
         entries = result.findall("Data/Entry")
         if len(entries) != 1:
             raise ParseError(where, f"{len(entries)} <Entry> values; expected one")
-        value = _text(entries[0], "Value")
+        value = xml_text(entries[0], "Value")
         if not value:
             continue  # every trial failed: no figure
         options = _options(description, where)
@@ -129,7 +116,7 @@ def parse(text: str, source: str, direction=None) -> dict:
             if identifier.startswith("pts/fio-2."):
                 options.update(_V2_JOB)
             rec["options"] = options
-        raw = _text(entries[0], "RawString")
+        raw = xml_text(entries[0], "RawString")
         if scale == "IOPS":
             rec["iops"] = num(dec(value, where, "IOPS"))
             if raw:
@@ -149,8 +136,8 @@ def parse(text: str, source: str, direction=None) -> dict:
         system = root.find("System")
         meta = {
             "system": systems[0],
-            "hardware": _text(system, "Hardware"),
-            "software": _text(system, "Software"),
+            "hardware": xml_text(system, "Hardware"),
+            "software": xml_text(system, "Software"),
         }
     return {
         "tool": "fio",
