@@ -107,7 +107,14 @@ FIO_CHECKED_OPTIONS = ("rw", "readwrite", "bs", "iodepth", "numjobs", "ioengine"
 # What a raw output says of its workload, by the tool that wrote it, checked
 # against the test's options and its catalogue test id: fio's job options,
 # ioping's request size.
-WORKLOAD_OPTIONS = {"fio": FIO_CHECKED_OPTIONS, "ioping": ("size",)}
+WORKLOAD_OPTIONS = {
+    "fio": FIO_CHECKED_OPTIONS,
+    "ioping": ("size",),
+    "dd": ("bs", "count"),
+}
+# dd's whole and partial records out ("4+0 records out"; GNU, BSD, busybox in
+# English): with the bytes copied, its block size (``_dd_workload``).
+DD_RECORDS_OUT = re.compile(r"^(\d+)\+(\d+) records out", re.MULTILINE)
 # Records and their re-parse agree to this relative precision (the agent
 # writes the parser's floats; JSON keeps them exactly, other writers may not).
 RECORD_REL_TOL = 1e-9
@@ -545,9 +552,25 @@ def _workload_mismatch(options: dict, parsed: list) -> Optional[Tuple[str, str, 
     return None
 
 
+def _dd_workload(text: str, found: list) -> list:
+    """dd's workload as its output says it, as a record to check the test's
+    options and id against (``_workload_mismatch``): the block size is the
+    bytes copied over the whole records out, the count those records.  None
+    said (a localised output, a partial last record): nothing to check."""
+    m = DD_RECORDS_OUT.search(text)
+    copied = found[0].get("io_bytes") if found else None
+    if m is None or not _is_int(copied) or int(m.group(2)) or not int(m.group(1)):
+        return []
+    whole = int(m.group(1))
+    if copied % whole:
+        return []
+    return [{"tool": "dd", "options": {"bs": copied // whole, "count": whole}}]
+
+
 def _compare_options(out: Checked, test: dict, parsed: list, pointer: str) -> None:
     """A raw output must be of the test's job: for fio the same rw, bs, depth
-    and jobs; for ioping the same request size."""
+    and jobs; for ioping the same request size; for dd the same block size
+    and count."""
     options = test.get("options")
     if not isinstance(options, dict):
         return
@@ -603,10 +626,13 @@ def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records)
     for i, rec in enumerate(found):
         _record(out, rec, f"{pointer}/(parsed)/{i}")
     out.raws[pointer] = (text, found)
-    _compare_options(out, test, found, pointer)
+    workload = found
+    if parsed.get("tool") == "dd":
+        workload = found + _dd_workload(text, found)
+    _compare_options(out, test, workload, pointer)
     if isinstance(records, list):
         _compare_records(out, records, found, rep_pointer)
-    return parsed.get("tool"), fmt, found
+    return parsed.get("tool"), fmt, workload
 
 
 def _record(out: Checked, rec, pointer: str) -> None:

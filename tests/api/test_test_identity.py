@@ -2,7 +2,8 @@
 
 The contract (``benchdb_agent.contract._identity``) checks the tool, the
 workload, the catalogue test id and the comparability key of every test
-against what its raw outputs say, for fio, ioping and dd alike: each
+against what its raw outputs say, for fio, ioping and dd alike (dd's block
+size and count from its bytes copied and records out): each
 mis-keyed upload below was stored before (and counted in that test's
 aggregates, ranks and population answers); now it is refused with 400
 naming the field, before any 202 and with nothing written.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -99,6 +101,47 @@ def test_fio_claimed_on_a_dd_raw_is_refused(api, fio):
     doc["tests"][0]["tool"] = "fio"
     message = refused_by_both(api, doc, "/tests/0/tool")
     assert "the raw output is dd's (dd)" in message
+
+
+def dd_bundle(fio, tmp_path, bs: str, count: int, options: dict) -> dict:
+    """A bundle whose one test is a real GNU dd write of ``count`` blocks of
+    ``bs``, sent with ``options`` as the dd test of the catalogue."""
+    command = ["dd", "if=/dev/zero", f"of={tmp_path / 'dd.bin'}", f"bs={bs}"]
+    command += [f"count={count}", "conv=fdatasync"]
+    text = subprocess.run(
+        command, capture_output=True, text=True, check=True, timeout=60
+    ).stderr
+    parsed = parsers.parse(text, "dd", direction="write")
+    doc = make_bundle(fio, tests=("dd-write-1m-fdatasync",))
+    test = doc["tests"][0]
+    test["options"] = options
+    test["command"] = command
+    test["comparability_key"] = suite.comparability_key(
+        test["test_id"], "dd", options, test["tool_version"] or None
+    )
+    test["repeats"] = [
+        {
+            "index": 0,
+            "records": parsed["records"],
+            "raw": {"format": "dd", "encoding": "plain", "data": text},
+        }
+    ]
+    return doc
+
+
+def test_a_dd_test_is_its_block_size_and_count(api, fio, tmp_path):
+    honest = {"bs": "1M", "count": "4", "conv": "fdatasync", "if": "/dev/zero"}
+    assert not agent_bundle.validate(dd_bundle(fio, tmp_path, "1M", 4, honest))
+    # 4 MiB either way, but dd says it copied four blocks of 1 MiB.
+    doc = dd_bundle(fio, tmp_path, "1M", 4, {**honest, "bs": "4k", "count": "1024"})
+    message = refused_by_both(api, doc, "/tests/0/repeats/0/raw")
+    assert "dd job with bs=1048576" in message and "say bs=4k" in message
+    doc = dd_bundle(fio, tmp_path, "1M", 4, {**honest, "count": "8"})
+    refused_by_both(api, doc, "/tests/0/repeats/0/raw")
+    # 4 KiB blocks sent as the catalogue's 1 MiB dd test: its id says 1M.
+    doc = dd_bundle(fio, tmp_path, "4k", 1024, {**honest, "bs": "4k", "count": "1024"})
+    message = refused_by_both(api, doc, "/tests/0/test_id")
+    assert "runs bs=1m" in message and "bs=4096" in message
 
 
 def ioping_bundle(fio, test_id: str) -> dict:
