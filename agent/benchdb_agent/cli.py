@@ -311,6 +311,8 @@ def _run(args, tags, size) -> int:
             device=args.device,
             precondition=not args.no_precondition,
             allow_virtual_host=args.allow_virtual_host,
+            heartbeat=args.heartbeat,
+            heartbeat_timeout=args.heartbeat_timeout,
         )
     except runner.RoleRefused as exc:
         die(str(exc), EXIT_USAGE)
@@ -326,6 +328,10 @@ def _run(args, tags, size) -> int:
             EXIT_PARTIAL,
         )
     sys.stderr.write("\n" + runner.summary_table(doc) + "\n\n")
+    if not doc["tests"] and (doc.get("stop_reason") or "").startswith("stopped by"):
+        # Stopped before any test finished: no bundle can hold nothing.
+        log(f"{doc['stop_reason']}: nothing was measured; test files removed")
+        return EXIT_PARTIAL
     code = _emit(doc, args)
     if doc.get("partial") and code == 0:
         code = EXIT_PARTIAL
@@ -491,7 +497,9 @@ def cmd_vm(args) -> int:
     except (runner.RunError, OSError, ValueError) as exc:
         die(str(exc), EXIT_FAILED)
     except (runner.Stopped, KeyboardInterrupt) as exc:
-        die(f"stopped by {getattr(exc, 'reason', 'SIGINT (Ctrl-C)')}", EXIT_FAILED)
+        # As `run`: stopped by a signal is a partial run (what finished was
+        # written and sent), exit 4.
+        die(f"stopped by {getattr(exc, 'reason', 'SIGINT (Ctrl-C)')}", EXIT_PARTIAL)
     return EXIT_FAILED
 
 
@@ -598,6 +606,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", choices=suite.PROFILES, default="quick")
     r.add_argument("--role", choices=vocab.values(vocab.ROLE), default="guest")
     r.add_argument("--pair", help="id shared by a guest run and its host baseline")
+    r.add_argument(
+        "--heartbeat",
+        metavar="FILE",
+        help="stop as on SIGTERM when FILE has not been touched for "
+        f"{runner.HEARTBEAT_TIMEOUT:.0f} s (`vm` touches it in the guest while "
+        "it watches the run, so a killed `vm` stops the guest's run too)",
+    )
+    r.add_argument(
+        "--heartbeat-timeout",
+        type=_positive,
+        default=int(runner.HEARTBEAT_TIMEOUT),
+        metavar="S",
+        help="seconds without a touch of --heartbeat before stopping",
+    )
     r.add_argument(
         "--allow-virtual-host",
         action="store_true",

@@ -265,7 +265,9 @@ class Guest:
                 if on_poll is not None:
                     on_poll()
                 time.sleep(poll)
-        except (KeyboardInterrupt, QgaError):
+        except BaseException:
+            # Ctrl-C, a signal (runner.Stopped), a timeout: the guest's
+            # program is stopped too, whatever stopped us.
             self.stop(pid)
             raise
         code = state.get("exitcode")

@@ -300,6 +300,49 @@ def coefficient_of_variation(values: list) -> float | None:
     return sd / mean
 
 
+# Seconds without a touch of the heartbeat file after which a run started by
+# `vm` stops as on SIGTERM: the host side that watches it is gone (killed).
+HEARTBEAT_TIMEOUT = 60.0
+
+
+class Heartbeat:
+    """Stop the run (SIGTERM to itself, so it ends in order: tools stopped,
+    files removed, a partial bundle) when ``path`` has not been touched for
+    ``timeout`` seconds.  `vm` touches it in the guest while it watches the
+    run, so a `vm` killed on the host does not leave fio running in the
+    guest."""
+
+    def __init__(self, path: str, timeout: float = HEARTBEAT_TIMEOUT):
+        self.path = path
+        self.timeout = timeout
+        self.fired = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        return False
+
+    def _loop(self) -> None:
+        while not self._stop.wait(min(5.0, self.timeout / 4)):
+            try:
+                age = time.time() - os.stat(self.path).st_mtime
+            except OSError:
+                age = float("inf")
+            if age > self.timeout:
+                self.fired = True
+                sys.stderr.write(
+                    f"benchdb-agent: {self.path} not touched for {self.timeout:.0f} s: "
+                    "the host side that started this run is gone; stopping\n"
+                )
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+
 class Cleanup:
     """Remove the agent's files whatever happens, and turn SIGTERM, SIGHUP
     and SIGINT into ``Stopped`` so a run ends in order: the tool's process
@@ -629,6 +672,8 @@ def run_suite(
     device: str | None = None,
     precondition: bool = True,
     allow_virtual_host: bool = False,
+    heartbeat: str | None = None,
+    heartbeat_timeout: float = HEARTBEAT_TIMEOUT,
 ) -> dict:
     """Run a profile against a target directory (or a blank ``device``
     already passed by safety.check_device) and return the bundle.
@@ -675,7 +720,20 @@ def run_suite(
                 allow_buffered,
                 cleanup,
             )
-        _measure(doc, tests, ctx, cleanup, progress_stream)
+        if heartbeat:
+            with Heartbeat(heartbeat, heartbeat_timeout) as watch:
+                _measure(doc, tests, ctx, cleanup, progress_stream)
+            if watch.fired:
+                doc["warnings"].append(
+                    {
+                        "code": "host-gone",
+                        "message": f"stopped: {heartbeat} was not touched for "
+                        f"{watch.timeout:.0f} s (the host side that started "
+                        "this run was gone)",
+                    }
+                )
+        else:
+            _measure(doc, tests, ctx, cleanup, progress_stream)
         if ctx.device:
             _blank_ends(device, doc)
     doc["timing"] = {
@@ -719,6 +777,50 @@ def check_role(env: dict, role: str, allow_virtual_host: bool) -> None:
         "Run it there, or pass --allow-virtual-host to measure this VM as a host "
         "anyway (marked virtual_host: never used as a bare-metal baseline)"
     )
+
+
+# The agent's own files in a target: its test file and dd's, named with the
+# PID of the run that made them, and its short-lived probes.
+OWN_FILE = re.compile(r"^(?:benchdb-(?:test|dd)\.|\.benchdb-(?:ddprobe|odirect)-)(\d+)")
+
+
+def _agent_alive(pid: int) -> bool:
+    """Whether ``pid`` is a running benchdb agent (not a reused PID)."""
+    if pid == os.getpid():
+        return True
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"benchdb" in fh.read()
+    except OSError:
+        return False
+
+
+def remove_leftovers(target: str) -> list:
+    """Remove what an earlier run on ``target`` left behind (it was killed
+    with SIGKILL, or the machine stopped); return what was removed, as
+    phrases.  A file of a run still going is left alone."""
+    removed = []
+    try:
+        names = sorted(os.listdir(target))
+    except OSError:
+        return removed
+    for name in names:
+        m = OWN_FILE.match(name)
+        if not m or _agent_alive(int(m.group(1))):
+            continue
+        path = os.path.join(target, name)
+        try:
+            size = os.stat(path).st_size
+            os.unlink(path)
+        except OSError:
+            continue
+        removed.append(f"{name} ({size // MiB} MiB, left by run {m.group(1)})")
+    if removed:
+        sys.stderr.write(
+            "benchdb-agent: removed what an earlier run that was killed left in "
+            f"{target}: {', '.join(removed)}\n"
+        )
+    return removed
 
 
 def _new_doc(env, tags, role, pair_id, plan, ctx) -> dict:
@@ -793,6 +895,7 @@ def _prepare_target(
         )
     if not direct_ok:
         reasons = reasons + [f"{target} ({fs}) does not support O_DIRECT"]
+    leftovers = remove_leftovers(target)
     size = plan["size"] or default_size(env.get("memory_bytes"))
     ctx = _context(plan, size, buffered=bool(reasons))
     ctx.memory_reasons = reasons
@@ -825,6 +928,14 @@ def _prepare_target(
         "bytes": size,
     }
     _note_memory(doc, ctx)
+    if leftovers:
+        doc["warnings"].append(
+            {
+                "code": "leftovers-removed",
+                "message": "removed what an earlier, killed run left in the "
+                f"target: {', '.join(leftovers)}",
+            }
+        )
     return doc, ctx
 
 

@@ -1070,8 +1070,12 @@ def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
     pyz = f"{GUEST_DIR}/benchdb-agent-{token}.pyz"
     out = f"{GUEST_DIR}/benchdb-bundle-{token}.json"
     log = f"{GUEST_DIR}/benchdb-progress-{token}.log"
+    beat = f"{GUEST_DIR}/benchdb-heartbeat-{token}"
     guest.write_file(pyz, pyz_bytes)
-    argv = guest_run_argv(args, pyz, pair_id, tags, out)
+    guest.write_file(beat, b"")
+    # The guest's run stops itself when this stops touching the heartbeat
+    # (a `vm` killed with SIGKILL cannot stop it otherwise).
+    argv = guest_run_argv(args, pyz, pair_id, tags, out) + ["--heartbeat", beat]
     # The agent's progress lines go to a file the host reads while it runs.
     wrapped = ["sh", "-c", 'exec "$@" 2>"$0"', log, *argv]
     last = {"at": 0.0}
@@ -1080,6 +1084,10 @@ def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
         if time.monotonic() - last["at"] < 5:
             return
         last["at"] = time.monotonic()
+        try:
+            guest.write_file(beat, b"")
+        except qga.QgaError:
+            pass
         try:
             lines = guest.read_file(log).decode(errors="replace").splitlines()
         except qga.QgaError:
@@ -1104,7 +1112,7 @@ def run_in_guest(guest, args, pyz_bytes, pair_id, tags, progress) -> dict:
             blank_again(guest, args)
     finally:
         try:
-            guest.run(["rm", "-f", pyz, out, log], timeout=60)
+            guest.run(["rm", "-f", pyz, out, log, beat], timeout=60)
         except qga.QgaError:
             pass
     return doc
@@ -1291,9 +1299,11 @@ def run(args, emit, log) -> int:
     previous = {}
 
     def _raise(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise runner.Stopped(runner.SIGNAL_NAMES.get(signum, f"signal {signum}"))
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    # SIGINT too: started as a background job, Python inherits SIGINT
+    # ignored and would never see Ctrl-C.
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         previous[sig] = signal.signal(sig, _raise)
     guest_docs, code = [], 0
     try:
@@ -1321,10 +1331,16 @@ def run(args, emit, log) -> int:
         )
         progress.end()
         _finish(host_doc, sweep_id, {"storage_backend": "host-config"}, vm, disk)
-        code = max(code, emit(host_doc, os.path.join(out_dir, f"{pair_id}-host.json")))
+        if host_doc["tests"]:  # stopped before its first test: nothing to keep
+            path = os.path.join(out_dir, f"{pair_id}-host.json")
+            code = max(code, emit(host_doc, path))
         if host_doc.get("partial"):
             # Kept and sent, marked partial; no guest run without a baseline.
-            raise VmError(f"the host baseline stopped: {host_doc.get('stop_reason')}")
+            reason = host_doc.get("stop_reason") or ""
+            if reason.startswith("stopped by "):
+                # A signal (Ctrl-C...): a stop, not a failure (exit 4).
+                raise runner.Stopped(reason[len("stopped by ") :].split(":")[0])
+            raise VmError(f"the host baseline stopped: {reason}")
         seen = host_disk_type(host_doc)
         if seen and "disk_type" not in tags:
             tags["disk_type"] = seen
