@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchdb_agent import parsers
+from benchdb_agent import parsers, workload
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -397,3 +397,27 @@ def test_phoronix_file_of_two_systems_is_refused_naming_them():
     text = text.replace(second, second + second.replace("vm-nvme", "host-nvme"), 1)
     with pytest.raises(parsers.ParseError, match=r"2 systems \(vm-nvme, host-nvme\)"):
         parsers.parse(text)
+
+
+def test_fio_plot_result_is_the_suites_rnd4k_q32t1():
+    # louwrentius/fio-plot's HPDL380G8-H420i-Crucial-MX200/randread-32-1.json:
+    # fio-3.1 JSON without bw_bytes ("bw" in KiB/s), io_bytes in bytes.
+    result = parse("fio/fioplot-3.1-randread-32-1.json")
+    (rec,) = result["records"]
+    assert (rec["iops"], rec["bw_bytes"], rec["io_bytes"], rec["runtime_s"]) == (
+        47336.277729,
+        189345 * 1024,
+        11633557504,
+        60.001,
+    )
+    assert (rec["clat_mean_ns"], rec["clat_p99_ns"], rec["lat_mean_ns"]) == (
+        670900.075183,
+        847872,
+        674672.191171,
+    )
+    options = rec["options"]
+    assert workload.identify("fio", ["read"], options) == "fio-rand-read-4k-q32t1"
+    assert workload.differences(options, {"ioengine": "libaio", "direct": "1"}) == [
+        "file size not recorded",
+        "runtime not recorded",
+    ]
