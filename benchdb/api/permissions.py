@@ -7,13 +7,37 @@ decide writes.
 
 from __future__ import annotations
 
+import base64
+import secrets
+
+import orjson
+from django.utils.crypto import salted_hmac
 from rest_framework import permissions
+
+from benchdb.results.models import hash_secret
 
 OWNER_KEY_HEADER = "HTTP_X_OWNER_KEY"
 
 
 def owner_key(request) -> str:
     return request.META.get(OWNER_KEY_HEADER, "").strip()
+
+
+def bundle_owner_key(doc: dict) -> str:
+    """The owner key of an anonymous upload of this bundle: an HMAC (with
+    ``SECRET_KEY``) of its canonical JSON, so that a resend of the very same
+    bundle, whose first answer was lost, gets the same key again, and nobody
+    without the bundle or the key can compute it."""
+    canonical = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    digest = salted_hmac("benchdb.owner-key", canonical, algorithm="sha256").digest()
+    return "bdo_" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def holds_owner_key(row, key: str) -> bool:
+    """Whether ``key`` is the owner key of ``row`` (a run or submission)."""
+    return bool(row.owner_key_hash) and secrets.compare_digest(
+        row.owner_key_hash, hash_secret(key)
+    )
 
 
 def is_owner(request, run) -> bool:

@@ -35,6 +35,8 @@ from benchdb.api.permissions import (
     IsRunOwnerOrReadOnly,
     IsStaff,
     TokensBySessionOnly,
+    bundle_owner_key,
+    holds_owner_key,
     owner_key,
 )
 from benchdb.api.renderers import CSVRenderer, FastJSONRenderer
@@ -53,7 +55,6 @@ from benchdb.results.models import (
     Comparison,
     Submission,
     hash_secret,
-    new_secret,
 )
 from benchdb.results.tasks import (
     dump_is_current,
@@ -148,8 +149,11 @@ class SubmissionViewSet(
             "Validates the bundle (docs/bundle.md), stores it and queues its "
             "ingestion; answers 202 at once with the status URL. A bundle "
             "already received (same bundle_id) answers 200 with the existing "
-            "submission and creates nothing. Anonymous uploads (when allowed) "
-            "get an owner key, shown once. Field errors are JSON pointers."
+            "submission and creates nothing (an anonymous resend of the very "
+            "same bundle gets its owner key again, in case the first answer was "
+            "lost); one whose run was deleted is ingested again (202). "
+            "Anonymous uploads (when allowed) get an owner key, derived from "
+            "the bundle. Field errors are JSON pointers."
         ),
         request={"application/json": OpenApiTypes.OBJECT},
         parameters=[
@@ -194,23 +198,35 @@ class SubmissionViewSet(
             .filter(bundle_id=bundle_id)
             .first()
         )
-        if existing is not None:
-            return self._existing(existing)
-        key = new_secret("bdo") if user is None else None
+        key = bundle_owner_key(doc) if user is None else None
+        deleted = (
+            existing is not None
+            and existing.run_id is None
+            and (existing.status == Submission.Status.DONE)
+        )
+        if existing is not None and not deleted:
+            return self._existing(existing, key)
+        fields = {
+            "bundle": doc,
+            # The raw outputs as the check just parsed them: the worker
+            # stores these records (ingest.parsed_of).
+            "parsed": ingest.parsed_of(checked),
+            "submitted_by": user,
+            "owner_key_hash": hash_secret(key) if key else "",
+            "visibility": visibility,
+            "remote_addr": client_address(request),
+        }
         queued = {}
         try:
             with transaction.atomic():
-                sub = Submission.objects.create(
-                    bundle_id=bundle_id,
-                    bundle=doc,
-                    # The raw outputs as the check just parsed them: the
-                    # worker stores these records (ingest.parsed_of).
-                    parsed=ingest.parsed_of(checked),
-                    submitted_by=user,
-                    owner_key_hash=hash_secret(key) if key else "",
-                    visibility=visibility,
-                    remote_addr=client_address(request),
-                )
+                if existing is None:
+                    sub = Submission.objects.create(bundle_id=bundle_id, **fields)
+                else:
+                    # Its run was deleted: the same bundle may be sent again,
+                    # and is ingested again on the same row.
+                    sub = self._again(existing, fields)
+                    if sub is None:
+                        return self._existing(existing, key)
                 # After the commit, so the worker finds the row; at once (the
                 # commit is this block's end), so the answer can say whether
                 # the message reached the broker.
@@ -218,7 +234,8 @@ class SubmissionViewSet(
         except IntegrityError:
             # The same bundle arrived twice at once: the other request won.
             return self._existing(
-                Submission.objects.defer("bundle", "parsed").get(bundle_id=bundle_id)
+                Submission.objects.defer("bundle", "parsed").get(bundle_id=bundle_id),
+                key,
             )
         # What enqueue (or a fast worker) changed; not the bundle and what
         # was parsed from it, which this request sent and would decode again.
@@ -233,24 +250,51 @@ class SubmissionViewSet(
             headers={"Location": data["status_url"]},
         )
 
-    def _existing(self, sub: Submission) -> Response:
+    @staticmethod
+    def _again(sub: Submission, fields: dict) -> Submission | None:
+        """The row of a done submission whose run was deleted, queued again
+        with this upload's bundle and owner; None if it changed meanwhile."""
+        locked = (
+            Submission.objects.select_for_update()
+            .filter(pk=sub.pk, status=Submission.Status.DONE, run__isnull=True)
+            .first()
+        )
+        if locked is None:
+            return None
+        for name, value in fields.items():
+            setattr(locked, name, value)
+        locked.status = Submission.Status.QUEUED
+        locked.errors, locked.attempts = [], 0
+        locked.enqueued, locked.last_error = None, ""
+        locked.save()
+        return locked
+
+    def _existing(self, sub: Submission, key: str | None = None) -> Response:
         """A bundle received before: 200 with its status; a submission whose
-        message never reached the broker is queued now (202), or 503 again."""
+        message never reached the broker is queued now (202), or 503 again.
+
+        An anonymous resend of the very same bundle gets its owner key again
+        (``bundle_owner_key``): the first answer may never have arrived."""
+        if key is None or not holds_owner_key(sub, key):
+            key = None
+        serializer = s.SubmissionCreatedSerializer if key else s.SubmissionSerializer
         # enqueued NULL with an error: its enqueue failed (not merely "in
         # flight" in the request that stored it a moment ago).
         not_queued = sub.enqueued is None and bool(sub.last_error)
-        if sub.status == Submission.Status.QUEUED and not_queued:
+        requeued = sub.status == Submission.Status.QUEUED and not_queued
+        if requeued:
             ok = enqueue(sub.pk)
             sub.refresh_from_db(fields=REFRESHED)
-            data = s.SubmissionSerializer(sub, context={"request": self.request}).data
-            if not ok:
-                return self._not_queued(data)
+        sub.owner_key = key
+        data = serializer(sub, context={"request": self.request}).data
+        if requeued and not ok:
+            return self._not_queued(data)
+        if requeued:
             return Response(
                 data,
                 status=status.HTTP_202_ACCEPTED,
                 headers={"Location": data["status_url"]},
             )
-        data = s.SubmissionSerializer(sub, context={"request": self.request}).data
         return Response(data, status=status.HTTP_200_OK)
 
     def _not_queued(self, data: dict) -> Response:
