@@ -44,14 +44,20 @@ def measure(target: str, profile: str = "quick", pyz: str | None = None) -> dict
                 f"the agent failed (exit {done.returncode}): {done.stderr[-2000:]}"
             )
         doc = json.loads(out.read_text())
+    figures = figures_of(doc, wall)
+    figures["command"] = " ".join(cmd[:3] if pyz else cmd[1:3])
+    return figures
+
+
+def figures_of(doc: dict, wall: float) -> dict:
+    """The overhead figures of a bundle whose agent took ``wall`` seconds."""
     timing = doc.get("timing") or {}
     tools = timing.get("tool_s")
     if not tools:
         raise SystemExit("the bundle has no timing.tool_s: an agent before issue 29?")
     repeats = sum(r["tool_wall_s"] for t in doc["tests"] for r in t["repeats"])
     return {
-        "command": " ".join(cmd[:3] if pyz else cmd[1:3]),
-        "profile": profile,
+        "profile": doc["suite"]["profile"],
         "wall_s": wall,
         "tool_s": tools,
         "tool_processes": timing.get("tool_processes"),
