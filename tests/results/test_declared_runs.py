@@ -44,3 +44,10 @@ def test_declared_runs_are_left_out_unless_asked_for():
     assert imported.pk in set(
         population.population_runs(include_declared=True).values_list("pk", flat=True)
     )
+
+
+def test_the_reports_say_imported_runs_are_not_in_their_answers(client):
+    for url in ("/reports/cache-modes/", "/reports/overhead/"):
+        page = client.get(url).content.decode()
+        assert "declared, not verified) are not in these answers" in page
+        assert "/runs/?source=imported" in page
