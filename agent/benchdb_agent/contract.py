@@ -586,7 +586,8 @@ def _compare_options(out: Checked, test: dict, parsed: list, pointer: str) -> No
 
 
 def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records):
-    """Check one raw output; (its tool, format, parsed records) when it
+    """Check one raw output; (its tool, format, tool version, parsed
+    records and what it says of its workload) when it
     parses, for ``_identity``."""
     if not isinstance(raw, dict):
         out.add(pointer, "must be an object")
@@ -632,7 +633,7 @@ def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records)
     _compare_options(out, test, workload, pointer)
     if isinstance(records, list):
         _compare_records(out, records, found, rep_pointer)
-    return parsed.get("tool"), fmt, workload
+    return parsed.get("tool"), fmt, parsed.get("tool_version"), workload
 
 
 def _record(out: Checked, rec, pointer: str) -> None:
@@ -695,11 +696,21 @@ def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
     the catalogue test id's workload, and the comparability key those give
     (``_key_problem``).  The first disagreement is refused with its field."""
     tool = test.get("tool")
-    for raw_tool, fmt, _found in raws:
+    for raw_tool, fmt, _version, _found in raws:
         if raw_tool and raw_tool != tool:
             out.add(
                 f"{pointer}/tool",
                 f"{tool!r}, but the raw output is {raw_tool}'s ({fmt})",
+            )
+            return
+    # The tool's major version (in the key) where the output names it (fio).
+    claimed = test.get("tool_version") or None
+    for _tool, _fmt, version, _found in raws:
+        said = suite.tool_major(version) if isinstance(version, str) else ""
+        if said.startswith(tool) and said != tool and said != suite.tool_major(claimed):
+            out.add(
+                f"{pointer}/tool_version",
+                f"{claimed!r}, but the raw output was written by {version}",
             )
             return
     test_id = test.get("test_id")
@@ -715,7 +726,7 @@ def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
             return
         # ioengine: the agent falls back to psync where libaio is missing.
         workload = {k: v for k, v in known["options"].items() if k != "ioengine"}
-        for _raw_tool, _fmt, found in raws:
+        for _raw_tool, _fmt, _version, found in raws:
             mismatch = _workload_mismatch(workload, found)
             if mismatch is not None:
                 key, want, got = mismatch

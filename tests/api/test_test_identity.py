@@ -202,6 +202,20 @@ def test_a_key_that_is_not_the_tests_own_is_refused(api, fio):
     refused_by_both(api, doc, "/tests/0/comparability_key")
 
 
+def test_a_tool_version_the_raw_output_does_not_say_is_refused(api, fio):
+    doc = make_bundle(fio, tests=(RAND_4K,))
+    test = doc["tests"][0]
+    written_by = test["tool_version"]
+    assert written_by.startswith("fio-3")
+    # Sent as fio 2: its key would say fio2, and never meet fio 3's results.
+    test["tool_version"] = "fio-2.21"
+    test["comparability_key"] = suite.comparability_key(
+        RAND_4K, "fio", test["options"], "fio-2.21"
+    )
+    message = refused_by_both(api, doc, "/tests/0/tool_version")
+    assert f"'fio-2.21', but the raw output was written by {written_by}" in message
+
+
 def test_honest_bundles_are_still_accepted(api, fio):
     for tests in ((RAND_4K, SEQ_1M), ("dd-write-1m-fdatasync",)):
         doc = make_bundle(fio, tests=tests)
