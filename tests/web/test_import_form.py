@@ -92,3 +92,13 @@ def test_bad_input_is_refused_with_the_reason(client, post, message):
     assert response.status_code == 400
     assert message in response.content.decode()
     assert Submission.objects.count() == 0
+
+
+def test_a_file_over_the_limit_is_refused_saying_so(client):
+    upload = SimpleUploadedFile("huge.txt", b"x" * (16 * 2**20 + 1))
+    response = client.post(
+        "/submit/import/", {"upload": upload, "role": "guest", "action": "preview"}
+    )
+    assert response.status_code == 400
+    assert "larger than 16777216 bytes" in response.content.decode()
+    assert Submission.objects.count() == 0
