@@ -349,12 +349,19 @@ def _emit(doc: dict, args) -> int:
     if not path and (args.upload or not args.json):
         path = f"benchdb-{doc['bundle_id']}.json"
     if path:
-        # Written before any upload, atomically, whatever the upload does.
-        tmp = path + ".tmp"
-        Path(tmp).write_text(text)
-        os.replace(tmp, path)
+        # Written before any upload, atomically, whatever the upload does;
+        # where it fits (a full --out falls back to the spool or here).
+        try:
+            spool = upload_mod.spool_dir(getattr(args, "spool_dir", None))
+        except OSError:
+            spool = None
+        path = upload_mod.write_bundle(text, path, spool, log=log)
         state = " (PARTIAL: " + str(doc.get("stop_reason")) + ")"
-        log(f"bundle written to {path}" + (state if doc.get("partial") else ""))
+        if path:
+            log(f"bundle written to {path}" + (state if doc.get("partial") else ""))
+        elif not args.json:
+            log("the bundle follows on standard output: save it")
+            print(text)
     if args.json:
         print(text)
     code = 0

@@ -8,17 +8,19 @@ server (503/429 with Retry-After) is not hammered: the bundle is spooled.
 Only 202 (accepted) and 200 (already received) count as sent; the status URL
 is then followed until the run is ingested, to give its address.
 
-An anonymous upload's owner key is in the server's answer only once: on the
-first 202, or on a 503 (stored, not yet queued), whose resend then answers
-without it.  It is carried across retries and kept in
+An anonymous upload's owner key is in the server's answer on the first 202,
+or on a 503 (stored, not yet queued), and again on a resend of the very same
+bundle (a server since issue 34).  It is carried across retries and kept in
 ``<spool>/owner-keys/<bundle_id>.json`` (mode 0600), never deleted by the
 agent, so the run can be claimed, edited or deleted later.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import time
 import urllib.error
 import urllib.parse
@@ -231,6 +233,69 @@ def spool(body: bytes, bundle_id: str, server: str, directory: Path) -> Path:
     os.replace(tmp, path)
     meta.write_text(server + "\n")
     return path
+
+
+# Room kept beyond the bundle's own size when deciding whether it fits: the
+# filesystem's blocks and metadata for the new file.
+WRITE_MARGIN_BYTES = 64 * 1024
+
+
+def write_bundle(text: str, path: str, spool: Path | None, log=None) -> str | None:
+    """Write a finished bundle to ``path`` (atomically), or, when it does not
+    fit there (less free space than its size, or the write fails), to the
+    spool folder's ``bundles/`` (not sent by ``--pending``) or the current
+    folder, saying where.  A run measured for hours is never lost to a full
+    disk at ``--out``.  Returns where it is, or None if nowhere would take it.
+    """
+    data = text.encode()
+    name = Path(path).name
+    places = [Path(path)]
+    if spool is not None:
+        places.append(spool / "bundles" / name)
+    places.append(Path.cwd() / name)
+    first_error = None
+    for place in places:
+        tmp = place.with_name("." + place.name + ".tmp")
+        try:
+            place.parent.mkdir(parents=True, exist_ok=True)
+            free = shutil.disk_usage(str(place.parent)).free
+            if free < len(data) + WRITE_MARGIN_BYTES:
+                raise OSError(
+                    errno.ENOSPC,
+                    "{} free in {}, the bundle is {}".format(
+                        _size(free), place.parent, _size(len(data))
+                    ),
+                )
+            tmp.write_bytes(data)
+            os.replace(str(tmp), str(place))
+        except OSError as exc:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            reason = exc.strerror or str(exc)
+            if exc.filename is None and exc.strerror and exc.args[1:]:
+                reason = str(exc.args[1])
+            first_error = first_error or reason
+            continue
+        if place != Path(path) and log is not None:
+            log(
+                "could not write the bundle to {} ({}); written to {} instead".format(
+                    path, first_error, place
+                )
+            )
+        return str(place)
+    if log is not None:
+        log(
+            "could not write the bundle to {} ({}), nor to {}".format(
+                path, first_error, ", ".join(str(p) for p in places[1:])
+            )
+        )
+    return None
+
+
+def _size(n: int) -> str:
+    return "{:.1f} MiB".format(n / 2**20) if n >= 2**20 else "{} KiB".format(n // 1024)
 
 
 def pending(directory: Path) -> list:
