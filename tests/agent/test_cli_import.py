@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchdb_agent import bundle
+from benchdb_agent import bundle, workload
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 AGENT = [sys.executable, "-m", "benchdb_agent"]
@@ -132,3 +132,25 @@ def test_a_phoronix_result_is_the_suites_sweep_test_of_its_depth(tmp_path):
     ids = [t["test_id"] for t in doc["tests"]]
     # pts/fio-2.x runs iodepth=64: the full profile's sweep point.
     assert ids == ["fio-sweep-rand-read-4k-q64t1", "io-seq-write-1m-q64t1"]
+
+
+def test_ioping_and_dd_are_named_by_workload_not_by_file(tmp_path):
+    out = tmp_path / "lat.json"
+    renamed = tmp_path / "guest-ioping-whatever.json"
+    renamed.write_bytes((SAMPLES / "ioping/write-1.3.json").read_bytes())
+    proc = agent(
+        "import", str(SAMPLES / "ioping/read-1.3.json"), str(renamed),
+        "--out", str(out), "--no-input",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    doc = json.loads(out.read_text())
+    assert [t["test_id"] for t in doc["tests"]] == ["ioping-read-4k", "ioping-write-4k"]
+    assert workload.main_metric("ioping-read-4k") == "lat_mean_ns"
+    proc = agent(
+        "import", str(SAMPLES / "dd/gnu-c.txt"), "--direction", "write",
+        "--out", str(out), "--no-input",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()
+    (test,) = json.loads(out.read_text())["tests"]
+    assert test["test_id"] == "dd-write"
+    assert workload.main_metric("dd-write") == "bw_bytes"
