@@ -1,7 +1,8 @@
 """Who sees which run, through every read, in the API and on the pages.
 
 The matrix: anonymous / owner / other / staff × a host baseline that is
-public / unlisted / private, under a public guest run of the same owner.
+public / unlisted / private / hidden by the moderators, under a public guest
+run of the same owner.
 Every read that can show the baseline (its page and API detail, the guest's
 page and API detail with overhead, lists, the overhead report, compare, a
 saved comparison, a submission's status, the public dump, raw outputs) must
@@ -33,13 +34,15 @@ from tests.api.factories import make_bundle
 pytestmark = pytest.mark.django_db
 
 VISIBILITIES = ("public", "unlisted", "private")
+# The visibilities and "hidden": a public run the moderators hid.
+STATES = (*VISIBILITIES, "hidden")
 WHO = ("anonymous", "owner", "other", "staff")
-# who -> baseline visibilities they may open
+# who -> baseline states they may open
 MAY_OPEN = {
     "anonymous": {"public", "unlisted"},
-    "owner": {"public", "unlisted", "private"},
+    "owner": {"public", "unlisted", "private", "hidden"},
     "other": {"public", "unlisted"},
-    "staff": {"public", "unlisted", "private"},
+    "staff": {"public", "unlisted", "private", "hidden"},
 }
 
 
@@ -60,6 +63,10 @@ def clients_for(user):
 @pytest.fixture
 def pair(fio, alice):
     def make(visibility: str) -> tuple[Run, Run]:
+        """A guest and its host baseline of ``visibility`` (a state:
+        "hidden" is a public host the moderators hid once paired)."""
+        hidden = visibility == "hidden"
+        visibility = "public" if hidden else visibility
         host_bundle = make_bundle(fio, role="host", pair_id="pair-1")
         host = store_bundle(host_bundle, owner=alice, visibility=visibility)
         Submission.objects.create(
@@ -77,6 +84,8 @@ def pair(fio, alice):
         )
         guest.refresh_from_db()
         assert guest.baseline_id == host.pk
+        if hidden:
+            host.moderate("hide", "numbers from a RAM disk")
         return guest, host
 
     return make
@@ -87,7 +96,7 @@ def run_link(pk: int) -> re.Pattern:
 
 
 @pytest.mark.parametrize("who", WHO)
-@pytest.mark.parametrize("visibility", VISIBILITIES)
+@pytest.mark.parametrize("visibility", STATES)
 def test_every_read_shows_the_baseline_only_to_who_may_open_it(
     pair, people, who, visibility, tmp_path, settings
 ):
@@ -96,6 +105,8 @@ def test_every_read_shows_the_baseline_only_to_who_may_open_it(
     api, page = clients_for(user)
     may_open = visibility in MAY_OPEN[who]
     listed = visibility == "public"
+    # Asked for by id, a hidden run says it was hidden (410), others 404.
+    refused = 410 if visibility == "hidden" else 404
 
     # The rule, as a filter and as a predicate, agree.
     assert Run.objects.visible_to(user).filter(pk=host.pk).exists() == may_open
@@ -103,11 +114,12 @@ def test_every_read_shows_the_baseline_only_to_who_may_open_it(
     assert Run.objects.listed().filter(pk=host.pk).exists() == listed
 
     # The baseline itself: API detail, page, raw output.
-    assert api.get(f"/api/v1/runs/{host.pk}/").status_code == (200 if may_open else 404)
-    assert page.get(f"/runs/{host.pk}/").status_code == (200 if may_open else 404)
+    detail = api.get(f"/api/v1/runs/{host.pk}/")
+    assert detail.status_code == (200 if may_open else refused)
+    assert page.get(f"/runs/{host.pk}/").status_code == (200 if may_open else refused)
     result = host.results.first()
     raw = page.get(f"/runs/{host.pk}/raw/{result.pk}/0/")
-    assert raw.status_code == (200 if may_open else 404)
+    assert raw.status_code == (200 if may_open else refused)
 
     # The guest's API detail: baseline id and overhead only if it may be opened.
     detail = api.get(f"/api/v1/runs/{guest.pk}/").json()
@@ -266,7 +278,7 @@ def _env(cpu: str, disk: str) -> dict:
 
 
 @pytest.mark.parametrize("who", WHO)
-@pytest.mark.parametrize("visibility", VISIBILITIES)
+@pytest.mark.parametrize("visibility", STATES)
 def test_has_baseline_counts_only_a_baseline_the_reader_may_open(
     pair, people, who, visibility
 ):
