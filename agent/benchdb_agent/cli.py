@@ -25,6 +25,7 @@ from pathlib import Path
 
 from . import (
     DEFAULT_STATE_DIR,
+    SWEEP_ROUNDS,
     __version__,
     bundle,
     detect,
@@ -754,6 +755,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODES",
         help="sweep: none,writethrough,writeback,directsync,unsafe (or all); "
         "restarts the VM per mode and restores it at the end",
+    )
+    v.add_argument(
+        "--rounds",
+        type=_positive,
+        default=SWEEP_ROUNDS,
+        metavar="N",
+        help="a sweep runs every mode once per round, each round in a fresh "
+        f"random order (default {SWEEP_ROUNDS}); the order is recorded",
+    )
+    v.add_argument(
+        "--sweep-seed",
+        type=int,
+        metavar="N",
+        help="seed of the sweep's random order (default: a random one, "
+        "printed, to repeat an order)",
     )
     v.add_argument("--yes", action="store_true", help="do not ask before a sweep")
     v.add_argument(

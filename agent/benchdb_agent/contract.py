@@ -45,6 +45,8 @@ MAX_REPEATS = 50
 MAX_RECORDS = 64
 MAX_WARNINGS = 500
 MAX_NOT_RUN = 500
+# Runs in one sweep (rounds x settings), the bound of its round and position.
+MAX_SWEEP_RUNS = 1000
 MAX_STRING = 4096
 MAX_KEY = 200
 MAX_COMMAND_ARGS = 200
@@ -890,6 +892,9 @@ def check(doc, *, allow_published: bool = False, now=None) -> Checked:
     for key in ("pair_id", "sweep_id"):
         if doc.get(key) is not None:
             _string(out, doc, key, "", max_length=64, pattern=ID_RE)
+    # A sweep's run order: its round and its place in the whole sweep.
+    for key in ("sweep_round", "sweep_position"):
+        _integer(out, doc, key, "", low=1, high=MAX_SWEEP_RUNS)
     for key, value in _object(out, doc, "tag_sources", "").items():
         if value not in TAG_SOURCES:
             out.add(
@@ -1104,6 +1109,16 @@ def json_schema() -> dict:
             "role": enum(vocab.values(vocab.ROLE)),
             "pair_id": nullable_id,
             "sweep_id": nullable_id,
+            "sweep_round": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_SWEEP_RUNS,
+            },
+            "sweep_position": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "maximum": MAX_SWEEP_RUNS,
+            },
             "source": enum(vocab.values(vocab.SOURCE)),
             "title": text(200),
             "notes": text(MAX_STRING),

@@ -15,7 +15,10 @@ domain or QEMU pid, the disk by its id.  The agent
 4. with ``--cache-modes``, repeats step 3 per cache mode: change the disk's
    cache mode (``qm set``, libvirt XML through ``virsh define``, or a plain
    QEMU restarted with the changed command line), restart the VM, wait for
-   its guest agent, measure; all runs share a sweep id.  The original
+   its guest agent, measure; all runs share a sweep id.  The modes run in
+   rounds (``--rounds``, default 3), every mode once per round, each round in
+   a fresh random order (``sweep_plan``); each guest run records its round
+   and its place in the sweep, and the seed is printed.  The original
    configuration is restored at the end, on failure and on Ctrl-C/SIGTERM.
    Before anything is changed it is also saved in a state file,
    ``<state dir>/vm-restore-<kind>-<id>.json`` (``--state-dir``, else
@@ -33,6 +36,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -41,12 +45,14 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
 
 from . import (
     DEFAULT_STATE_DIR,
+    SWEEP_ROUNDS,
     detect,
     hostconfig,
     qga,
@@ -56,6 +62,7 @@ from . import (
     zipapp_build,
 )
 from . import bundle as bundle_mod
+from .contract import MAX_SWEEP_RUNS
 from .hostconfig.model import MODE_FLAGS
 
 CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
@@ -1144,6 +1151,207 @@ def blank_again(guest, args) -> None:
         raise VmError(f"could not blank {args.guest_device} again: {err.strip()}")
 
 
+# --- what the guest's I/O cost the host ---------------------------------------------
+
+# Where libvirt and Proxmox keep a running VM's QEMU pid.
+QEMU_PIDFILES = {
+    "libvirt": "/run/libvirt/qemu/{}.pid",
+    "proxmox": "/var/run/qemu-server/{}.pid",
+}
+
+
+def qemu_pid(vm):
+    """The pid of the QEMU process running ``vm`` now, or None."""
+    pid = getattr(vm, "pid", None)
+    if pid:
+        return int(pid)
+    for attr, kind in (("domain", "libvirt"), ("vmid", "proxmox")):
+        name = getattr(vm, attr, None)
+        if name:
+            try:
+                with open(QEMU_PIDFILES[kind].format(name)) as f:
+                    return int(f.read().strip())
+            except (OSError, ValueError):
+                return None
+    return None
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _stat_ticks(path: str) -> tuple:
+    """(utime, stime) in clock ticks from a /proc .../stat file."""
+    fields = _read(path).rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])
+
+
+def _ctxt(path: str) -> tuple:
+    """(voluntary, nonvoluntary) context switches from a /proc .../status."""
+    found = {}
+    for line in _read(path).splitlines():
+        key, _, value = line.partition(":")
+        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+            found[key] = int(value)
+    return (
+        found.get("voluntary_ctxt_switches", 0),
+        found.get("nonvoluntary_ctxt_switches", 0),
+    )
+
+
+def host_cpu_ticks(proc: str = "/proc") -> tuple:
+    """(busy, total) clock ticks of every host CPU since boot (/proc/stat;
+    guest time is already inside user time, so it is not added again)."""
+    values = [int(v) for v in _read(f"{proc}/stat").splitlines()[0].split()[1:9]]
+    total = sum(values)  # user nice system idle iowait irq softirq steal
+    return total - values[3] - values[4], total
+
+
+def thread_kind(name: str) -> str:
+    """QEMU's thread names: "IO iothread1" (an iothread), "CPU 0/KVM" or
+    "CPU 0/TCG" (a vCPU), the main loop, "worker" (thread-pool aio) ..."""
+    if name.startswith("IO ") or "iothread" in name.lower():
+        return "iothread"
+    if name.startswith("CPU ") and "/" in name:
+        return "vcpu"
+    return "other"
+
+
+class HostCpuSampler(threading.Thread):
+    """The CPU a QEMU process spends while a guest run lasts, read from /proc.
+
+    ``begin()`` reads the process's and the host's counters, the thread then
+    reads every QEMU thread's CPU time and context switches each
+    ``interval`` seconds (aio=threads workers come and go), ``finish()``
+    reads the counters again and returns the differences in seconds: the
+    process's user and system time (exited threads included, as the kernel
+    counts them), per thread name (iothreads named), the context switches,
+    and the host's CPU utilisation over the same time.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.5, proc: str = "/proc"):
+        super().__init__(daemon=True)
+        self.pid, self.interval, self.proc = pid, interval, proc
+        self.stop = threading.Event()
+        self.first, self.last, self.names = {}, {}, {}
+        self.hz = os.sysconf("SC_CLK_TCK")
+
+    def _threads(self) -> dict:
+        out = {}
+        base = f"{self.proc}/{self.pid}/task"
+        for tid in os.listdir(base):
+            try:
+                ticks = _stat_ticks(f"{base}/{tid}/stat")
+                switches = _ctxt(f"{base}/{tid}/status")
+                name = _read(f"{base}/{tid}/comm").strip()
+            except (OSError, ValueError, IndexError):
+                continue  # the thread exited meanwhile
+            out[tid] = ticks + switches
+            self.names[tid] = name
+        return out
+
+    def _sample(self, first: bool = False) -> None:
+        for tid, value in self._threads().items():
+            if first:
+                self.first[tid] = value
+            else:
+                # A thread born during the run: all its time is the run's.
+                self.first.setdefault(tid, (0, 0, 0, 0))
+            self.last[tid] = value
+
+    def begin(self) -> "HostCpuSampler":
+        self.started = time.monotonic()
+        self.process0 = _stat_ticks(f"{self.proc}/{self.pid}/stat")
+        self.host0 = host_cpu_ticks(self.proc)
+        self._sample(first=True)
+        self.start()
+        return self
+
+    def run(self) -> None:
+        while not self.stop.wait(self.interval):
+            try:
+                self._sample()
+            except OSError:
+                return  # QEMU is gone
+
+    def finish(self) -> dict:
+        self.stop.set()
+        self.join()
+        self._sample()
+        process = _stat_ticks(f"{self.proc}/{self.pid}/stat")
+        busy, total = host_cpu_ticks(self.proc)
+        seconds = time.monotonic() - self.started
+        by_name = {}
+        for tid, last in self.last.items():
+            d = [last[i] - self.first[tid][i] for i in range(4)]
+            entry = by_name.setdefault(
+                self.names[tid],
+                {
+                    "name": self.names[tid],
+                    "kind": thread_kind(self.names[tid]),
+                    "threads": 0,
+                    "user_s": 0.0,
+                    "system_s": 0.0,
+                    "voluntary_ctxt_switches": 0,
+                    "nonvoluntary_ctxt_switches": 0,
+                },
+            )
+            entry["threads"] += 1
+            entry["user_s"] += d[0] / self.hz
+            entry["system_s"] += d[1] / self.hz
+            entry["voluntary_ctxt_switches"] += d[2]
+            entry["nonvoluntary_ctxt_switches"] += d[3]
+        threads = sorted(by_name.values(), key=lambda t: t["name"])
+        host_total = (total - self.host0[1]) / self.hz
+        host_busy = (busy - self.host0[0]) / self.hz
+        return {
+            "qemu_pid": self.pid,
+            "seconds": round(seconds, 3),
+            "clock_ticks_per_s": self.hz,
+            "user_s": (process[0] - self.process0[0]) / self.hz,
+            "system_s": (process[1] - self.process0[1]) / self.hz,
+            "voluntary_ctxt_switches": sum(
+                t["voluntary_ctxt_switches"] for t in threads
+            ),
+            "nonvoluntary_ctxt_switches": sum(
+                t["nonvoluntary_ctxt_switches"] for t in threads
+            ),
+            "iothreads": [t["name"] for t in threads if t["kind"] == "iothread"],
+            "threads": threads,
+            "host_cpus": os.cpu_count(),
+            "host_busy_s": host_busy,
+            "host_total_s": host_total,
+            "host_utilisation": host_busy / host_total if host_total > 0 else None,
+        }
+
+
+def sample_host_cpu(vm):
+    """A started ``HostCpuSampler`` of ``vm``'s QEMU, or None where its pid
+    or /proc cannot be read (the run then says it was not measured)."""
+    pid = qemu_pid(vm)
+    if not pid:
+        return None
+    try:
+        return HostCpuSampler(pid).begin()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def record_host_cpu(doc: dict, sampler) -> None:
+    """Put what the guest run cost the host in its bundle, or say why not."""
+    if sampler is None:
+        doc["warnings"].append(
+            {
+                "code": "host-cpu-unmeasured",
+                "message": "the QEMU process's CPU time could not be read on "
+                "the host: no host cost per I/O for this run",
+            }
+        )
+        return
+    doc["environment"]["host_cpu"] = sampler.finish()
+
+
 # --- the command ----------------------------------------------------------------------
 
 
@@ -1201,6 +1409,41 @@ def parse_modes(text: str | None) -> list:
     return modes
 
 
+# --- the sweep's order --------------------------------------------------------------
+
+
+def sweep_plan(modes: list, rounds: int, seed: int) -> list:
+    """[(round, mode), ...]: every mode once per round, each round in a fresh
+    random order from ``seed``.
+
+    Randomized multiple interleaved trials (Abedi & Brecht, ICPE 2017): run
+    back to back, all of one mode and then all of the next, a drift of the
+    host (its page cache, a neighbour's load, an SSD's garbage collection)
+    reads as a difference between modes; interleaved in random order it
+    falls on every mode alike, and rounds let the comparison pair the modes
+    round by round.
+    """
+    rng = random.Random(seed)
+    plan = []
+    for round_ in range(1, rounds + 1):
+        order = list(modes)
+        rng.shuffle(order)
+        plan += [(round_, mode) for mode in order]
+    return plan
+
+
+def sweep_seed(args) -> int:
+    """``--sweep-seed``, or a fresh one (printed, so an order can be repeated)."""
+    seed = getattr(args, "sweep_seed", None)
+    return random.SystemRandom().randrange(2**31) if seed is None else seed
+
+
+def mark_sweep_run(doc: dict, round_: int, position: int) -> None:
+    """Record a guest run's round and its place in the whole sweep (1-based)."""
+    doc["sweep_round"] = round_
+    doc["sweep_position"] = position
+
+
 def _confirm(vm, disk: DiskConfig, modes: list, args, log) -> None:
     lines = [
         f"This sweep changes {vm.name}, disk {disk.id} "
@@ -1211,6 +1454,11 @@ def _confirm(vm, disk: DiskConfig, modes: list, args, log) -> None:
     for command in vm.change_commands(disk.id, modes[0]):
         lines.append(f"  - {command}  (cache={modes[0]} shown)")
     lines.append("  - wait for the guest agent and run the benchmark in the guest")
+    rounds = getattr(args, "rounds", SWEEP_ROUNDS)
+    lines.append(
+        f"  - {rounds} round(s), each mode once per round in a fresh random "
+        f"order: {rounds * len(modes)} restarts"
+    )
     lines.append(
         "At the end, on failure and on Ctrl-C it restores the original "
         "configuration and restarts the VM. The VM is down during each restart."
@@ -1267,6 +1515,16 @@ def run(args, emit, log) -> int:
     if args.pair and not bundle_mod.PAIR_RE.match(args.pair):
         raise VmError("--pair: 1-64 characters of A-Z a-z 0-9 . _ -")
     sweep_id = (f"sweep-{stamp}-{uuid.uuid4().hex[:6]}") if modes else None
+    plan = [(None, None)]
+    if modes:
+        seed = sweep_seed(args)
+        plan = sweep_plan(modes, getattr(args, "rounds", SWEEP_ROUNDS), seed)
+        if len(plan) > MAX_SWEEP_RUNS:
+            raise VmError(f"--rounds: at most {MAX_SWEEP_RUNS} runs in one sweep")
+        log(
+            "sweep order (--sweep-seed %d): %s"
+            % (seed, ", ".join(f"r{r} {m}" for r, m in plan))
+        )
     log(f"{vm.name}, disk {disk.id} ({disk.source}): {json.dumps(tags)}")
     guest = vm.guest()
     if guest is not None:
@@ -1294,7 +1552,7 @@ def run(args, emit, log) -> int:
         log(f"original configuration saved in {saved}")
     out_dir = args.out_dir or "."
     os.makedirs(out_dir, exist_ok=True)
-    steps = 1 + (len(modes) if modes else (1 if guest else 0))
+    steps = 1 + (len(plan) if modes else (1 if guest else 0))
     progress = Progress(vm.name, steps)
     previous = {}
 
@@ -1348,8 +1606,8 @@ def run(args, emit, log) -> int:
             log("the VM has no reachable guest agent; run this inside the guest:")
             print(fallback_command(args, pair_id, tags))
             return code
-        for mode in modes or [None]:
-            progress.begin(f"cache {mode}" if mode else "guest")
+        for position, (round_, mode) in enumerate(plan, 1):
+            progress.begin(f"cache {mode}, round {round_}" if mode else "guest")
             if mode:
                 progress.show(f"setting cache={mode} and restarting the VM")
                 vm.set_cache_mode(disk.id, mode, guest)
@@ -1366,16 +1624,26 @@ def run(args, emit, log) -> int:
                     )
             running = vm.running_cache_mode(disk.id)
             guest_wce = check_running_mode(running, tags.get("cache_mode"))
-            doc = run_in_guest(guest, args, pyz, pair_id, tags, progress)
+            sampler = sample_host_cpu(vm)
+            try:
+                doc = run_in_guest(guest, args, pyz, pair_id, tags, progress)
+            finally:
+                if sampler is not None:
+                    sampler.stop.set()
+            record_host_cpu(doc, sampler)
             if guest_wce:
                 doc["warnings"].append(
                     {"code": "guest-write-cache", "message": guest_wce}
                 )
             sources = {k: "host-config" for k in tags}
             _finish(doc, sweep_id, sources, vm, disk, running)
-            name = f"{pair_id}-guest-{mode or tags.get('cache_mode', 'x')}.json"
-            code = max(code, emit(doc, os.path.join(out_dir, name)))
-            guest_docs.append((tags.get("cache_mode", "?"), doc))
+            name = f"{pair_id}-guest-{mode or tags.get('cache_mode', 'x')}"
+            label = tags.get("cache_mode", "?")
+            if mode:
+                mark_sweep_run(doc, round_, position)
+                name, label = f"{name}-r{round_}", f"{label} r{round_}"
+            code = max(code, emit(doc, os.path.join(out_dir, name + ".json")))
+            guest_docs.append((label, doc))
             progress.end()
     finally:
         # No second Ctrl-C may cut the restore short.

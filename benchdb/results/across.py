@@ -469,3 +469,47 @@ def pairwise_probabilities(
                 }
             )
     return out
+
+
+# --- one sweep, paired by round ----------------------------------------------------
+
+
+def paired_by_round(
+    reference: dict[int, float],
+    other: dict[int, float],
+    confidence: float = stats.CONFIDENCE,
+) -> dict:
+    """A setting against the reference within one interleaved sweep.
+
+    ``reference`` and ``other`` map a round to that round's figure.  Each
+    round present on both sides gives one ratio other ÷ reference, so a
+    drift of the host between rounds cancels; the answer is their geometric
+    mean with a Student-t interval on the logs (``stats.MIN_REPEATS`` rounds
+    or more): ``{"rounds", "ratio", "low", "high", "per_round": [[round,
+    ratio], ...]}``, the ratios None where no round pairs.
+    """
+    rounds = sorted(
+        r
+        for r in set(reference) & set(other)
+        if reference[r] and other[r] and reference[r] > 0 and other[r] > 0
+    )
+    logs = np.array([math.log(other[r] / reference[r]) for r in rounds])
+    out = {
+        "rounds": len(rounds),
+        "ratio": None,
+        "low": None,
+        "high": None,
+        "per_round": [[r, math.exp(v)] for r, v in zip(rounds, logs, strict=True)],
+    }
+    if not rounds:
+        return out
+    out["ratio"] = math.exp(float(logs.mean()))
+    if len(rounds) >= stats.MIN_REPEATS:
+        half = (
+            stats.t_quantile(confidence, len(rounds) - 1)
+            * float(logs.std(ddof=1))
+            / math.sqrt(len(rounds))
+        )
+        out["low"] = math.exp(float(logs.mean()) - half)
+        out["high"] = math.exp(float(logs.mean()) + half)
+    return out

@@ -596,6 +596,8 @@ def store_bundle(
         visibility=visibility,
         pair_id=bundle.get("pair_id") or "",
         sweep_id=bundle.get("sweep_id") or "",
+        sweep_round=bundle.get("sweep_round"),
+        sweep_position=bundle.get("sweep_position"),
         environment=env,
         tags=tags,
         tag_sources={

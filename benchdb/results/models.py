@@ -330,6 +330,11 @@ class Run(models.Model):
     # One cache-mode sweep of one VM disk (``benchdb-agent vm --cache-modes``):
     # its guest runs and their host baseline share this id.
     sweep_id = models.CharField(max_length=64, blank=True)
+    # A sweep's guest run: its round (every setting once per round, in a
+    # fresh random order) and its place in the whole sweep, both from 1;
+    # null outside a sweep and for its host baseline.
+    sweep_round = models.PositiveSmallIntegerField(null=True, blank=True)
+    sweep_position = models.PositiveSmallIntegerField(null=True, blank=True)
     # Where each tag's value came from, as the bundle said: "host-config"
     # (read from the VM's configuration on the host by the agent) or "user".
     tag_sources = JSONField(default=dict, blank=True)

@@ -26,7 +26,7 @@ from benchdb.api.throttling import (
     login_allowed,
     remember_device,
 )
-from benchdb.results import across, answer_cache, exports, reads, stats
+from benchdb.results import across, answer_cache, exports, hostcost, reads, stats
 from benchdb.results import compare as compare_mod
 from benchdb.results.models import (
     ApiToken,
@@ -153,6 +153,7 @@ def run_detail(request, pk: int):
         {
             "run": run,
             "baseline": run.baseline,
+            "host_cost": hostcost.run_host_cost(run) if run.role == "guest" else None,
             "rows": rows,
             "groups": groups,
             "guests": guests,

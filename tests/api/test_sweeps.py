@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -40,16 +42,22 @@ def test_it_stores_the_sweep_id_and_where_tags_came_from(fio):
     assert detail["tag_sources"] == {"cache_mode": "host-config"}
 
 
-def test_the_sweep_page_opens_the_compare_page_against_the_host(fio, client):
+def test_the_sweep_page_links_the_compare_page_against_the_host(fio, client):
     host, none, writeback = _sweep(fio)
     response = client.get("/sweeps/sw-1/")
-    assert response.status_code == 302
-    target = urlparse(response["Location"])
+    assert response.status_code == 200
+    link = re.search(
+        r'id="compare-link" href="([^"]+)"|href="([^"]+)" id="compare-link"',
+        response.content.decode(),
+    )
+    target = urlparse(html.unescape(next(g for g in link.groups() if g)))
     assert target.path == "/compare/"
     query = parse_qs(target.query)
     assert query["ref"] == [str(host.pk)]
     assert query["runs"] == [f"{host.pk},{none.pk},{writeback.pk}"]
-    assert client.get(response["Location"]).status_code == 200
+    assert client.get(target.path + "?" + target.query).status_code == 200
+    # Without rounds recorded, the page says the modes were not interleaved.
+    assert 'id="not-interleaved"' in response.content.decode()
     assert client.get("/sweeps/nope/").status_code == 404
 
 

@@ -28,6 +28,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from benchdb_agent import qga
+from benchdb_agent import vm as vm_mod
 from tests.conftest import wait_for
 from tests.guests import harness
 
@@ -267,6 +268,11 @@ def test_paired_guest_and_host_runs_tagged_from_the_running_qemu(
     )
 
 
+SWEEP_SEED = 3
+# A seed whose one-round order of none,unsafe is none first (checked below).
+NONE_FIRST_SEED = 0
+
+
 def test_sweep_of_all_five_cache_modes_restores_the_vm(
     guest_build, celery_worker_process, live_server, tmp_path
 ):
@@ -289,6 +295,11 @@ def test_sweep_of_all_five_cache_modes_restores_the_vm(
                 *_vm_args(vm, vm.proc.pid, live_server.url, logs),
                 "--cache-modes",
                 "all",
+                # One round in a known random order: every mode once.
+                "--rounds",
+                "1",
+                "--sweep-seed",
+                str(SWEEP_SEED),
                 "--yes",
             )
             code, out, err = agent.finish(1800)
@@ -303,7 +314,8 @@ def test_sweep_of_all_five_cache_modes_restores_the_vm(
             break
         print(f"sweep attempt {attempt}: the guest stalled; trying again")
     assert code == 0, err[-3000:]
-    assert watcher.seen == ["writeback", *modes, "writeback"], watcher.seen
+    order = [mode for _round, mode in vm_mod.sweep_plan(modes, 1, SWEEP_SEED)]
+    assert watcher.seen == ["writeback", *order, "writeback"], watcher.seen
     assert "restored" in err and "/sweeps/sweep-" in err
     for mode in modes:
         assert f"\n{mode} " in "\n" + out  # a table row per mode
@@ -315,7 +327,7 @@ def test_sweep_of_all_five_cache_modes_restores_the_vm(
     guests = sorted((r for r in runs if r["role"] == "guest"), key=lambda r: r["id"])
     assert len(host) == 1 and len(guests) == 5
     # In the order QEMU ran them, each with the cache mode QEMU ran.
-    assert [g["cache_mode"] for g in guests] == modes
+    assert [g["cache_mode"] for g in guests] == order
     for guest in guests:
         assert guest["baseline"] == host[0]["id"]
         detail = client.get(guest["url"]).json()
@@ -324,15 +336,18 @@ def test_sweep_of_all_five_cache_modes_restores_the_vm(
         expected = harness.EXPECTED_WRITE_CACHE[guest["cache_mode"]]
         assert detail["environment"]["target"]["write_cache"] == expected
     page = client.get(f"/sweeps/{sweep_id}/")
-    assert page.status_code == 302
+    assert page.status_code == 200
     ids = [host[0]["id"]] + [g["id"] for g in guests]
-    assert f"runs={'%2C'.join(str(i) for i in ids)}" in page["Location"]
-    assert page["Location"].endswith(f"ref={host[0]['id']}")
+    assert f"runs={'%2C'.join(str(i) for i in ids)}&amp;ref={host[0]['id']}" in (
+        page.content.decode()
+    )
 
 
 def test_ctrl_c_in_the_middle_of_a_sweep_restores_the_vm(
     guest_build, celery_worker_process, live_server, tmp_path
 ):
+    plan = vm_mod.sweep_plan(["none", "unsafe"], 1, NONE_FIRST_SEED)
+    assert plan == [(1, "none"), (1, "unsafe")]
     workdir = harness.cache_root() / "runs" / f"vm-abort-{os.getpid()}"
     vm = Vm(guest_build, workdir, "writethrough")
     watcher = Watcher(workdir / "test-qmp.sock")
@@ -343,6 +358,11 @@ def test_ctrl_c_in_the_middle_of_a_sweep_restores_the_vm(
             *_vm_args(vm, vm.proc.pid, live_server.url, tmp_path),
             "--cache-modes",
             "none,unsafe",
+            # One round whose random order is none, then unsafe.
+            "--rounds",
+            "1",
+            "--sweep-seed",
+            str(NONE_FIRST_SEED),
             "--yes",
         )
         # Interrupt once QEMU runs the second mode (the first is stored).
