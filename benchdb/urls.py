@@ -13,3 +13,6 @@ urlpatterns = [
     path("", include("benchdb.ops.urls")),
     path("", include("benchdb.web.urls")),
 ]
+
+# A path no route matches: JSON under /api/, the page elsewhere.
+handler404 = "benchdb.api.exceptions.not_found"

@@ -9,7 +9,8 @@ not about the body (authentication, permissions, throttling, not found).
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
@@ -108,3 +109,15 @@ def handler(exc, context):
         body["hidden_reason"] = exc.reason
     set_rollback()
     return Response(body, status=exc.status_code, headers=headers)
+
+
+def not_found(request, exception=None):
+    """Django's 404 for a path no route matches (``handler404``): under
+    /api/ the API's error body, as JSON, rather than the HTML page."""
+    if request.path.startswith("/api/"):
+        message = "No such API path: the endpoints are listed at /api/v1/."
+        return JsonResponse(
+            {"errors": [{"pointer": None, "message": message, "code": "not_found"}]},
+            status=404,
+        )
+    return defaults.page_not_found(request, exception)

@@ -9,6 +9,7 @@ and its verdict against the reference.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from functools import lru_cache
 from html import escape  # as django.utils.html.escape, without its lazy wrapper
@@ -874,12 +875,20 @@ def label_host_platforms(hosts: list) -> None:
             host.platform_label = own
 
 
+# What Markdown (CommonMark and GitHub's tables) reads as markup in a cell.
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~!#])")
+
+
 def markdown(groups: list[dict]) -> str:
     """The comparison as a Markdown table for a forum post: each test's main
     figure (the one its chart shows), one line per run."""
 
     def cell(text) -> str:
-        return str(text).replace("|", "/").replace("\n", " ")
+        # Titles and labels are the uploader's words: pasted into a forum,
+        # neither HTML (<script>, <img onerror>) nor Markdown (links,
+        # images, emphasis) may come alive, nor a | end the cell.
+        text = escape(" ".join(str(text).split()), quote=False)
+        return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
     lines = [
         "| test | figure | run | geometric mean | 95% interval | vs reference "

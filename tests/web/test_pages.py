@@ -219,6 +219,18 @@ def test_every_user_string_is_escaped(client, reference):
     assert "<script>alert(1)</script>" not in compare
 
 
+def test_the_markdown_export_escapes_markup_from_titles(client, reference):
+    run = reference["none"]
+    run.title = "<script>alert(1)</script> [x](http://evil.example) *b* | c"
+    run.save()
+    text = client.get(f"/compare/markdown/?runs={run.pk}").content.decode()
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "[x](http" not in text and r"\[x\](http" in text
+    assert r"\*b\*" in text and r"\| c" in text
+    rows = [line for line in text.splitlines() if "alert(1)" in line]
+    assert rows and all(line.count(" | ") == 6 for line in rows)  # 7 cells
+
+
 def test_run_page_folds_a_warning_repeated_per_test(client, reference):
     """One ``unstable`` per test must not bury the other warnings: they fold
     into one line with their count, and a single warning keeps its words."""

@@ -1,6 +1,6 @@
-"""What the API reads from a request body: every gzip member, deflate as
-zlib or raw, chunked bodies to their end; unknown codings (415) and
-duplicate JSON keys (400) refused."""
+"""HTTP at the API's edges: what it reads from a request body (every gzip
+member, deflate as zlib or raw, chunked bodies to their end; unknown codings
+415 and duplicate JSON keys 400), and JSON for a path no route matches."""
 
 from __future__ import annotations
 
@@ -100,3 +100,14 @@ def test_the_api_answers_415_and_400(api):
     )
     assert response.status_code == 400
     assert "appears twice" in response.json()["errors"][0]["message"]
+
+
+@pytest.mark.django_db
+def test_an_api_path_matching_no_route_answers_json_404(client):
+    for path in ("/api/v1/nothing-here/", "/api/v2/runs/", "/api/v1/runs/x/y/"):
+        response = client.get(path)
+        assert response.status_code == 404, path
+        assert response["Content-Type"] == "application/json", path
+        assert response.json()["errors"][0]["code"] == "not_found"
+    page = client.get("/no-such-page/")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
