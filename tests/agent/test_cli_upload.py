@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -39,6 +40,8 @@ class Server:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)  # as benchdb reads it
                 outer.received.append((self.path, dict(self.headers), body))
                 status = outer.statuses.pop(0) if outer.statuses else 202
                 payload = {"id": 1, "status_url": "/api/v1/submissions/1/"}
@@ -142,6 +145,7 @@ def test_upload_sends_with_the_token(imported, tmp_path):
     ((path, headers, body),) = server.received
     assert path == "/api/v1/submissions/"
     assert headers["Authorization"] == "Token bdt_x"
+    assert headers["Content-Encoding"] == "gzip"  # sent compressed
     assert (
         json.loads(body)["bundle_id"] == json.loads(imported.read_text())["bundle_id"]
     )
