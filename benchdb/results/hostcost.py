@@ -14,6 +14,8 @@ included, so the figures are an upper bound of the I/O's own cost.
 
 from __future__ import annotations
 
+import statistics
+
 from django.db.models import F, Sum
 
 from benchdb.results.models import Measurement, Run
@@ -67,3 +69,40 @@ def run_host_cost(run: Run) -> dict:
         ios=Sum(F("iops") * F("runtime_s")), io_bytes=Sum("io_bytes")
     )
     return host_cost(host_cpu, io["ios"], io["io_bytes"])
+
+
+def runs_host_cost(runs) -> dict:
+    """The median host CPU µs per I/O over those of ``runs`` that measured it.
+
+    Two queries whatever the number of runs: the runs' QEMU CPU seconds
+    (``environment.host_cpu``) and their I/O counts grouped by run.
+    ``{"runs", "median_us_per_io", "min", "max"}``; ``runs`` 0 and the
+    figures None when no run measured it.
+    """
+    cpu = {
+        pk: (user or 0.0) + (system or 0.0)
+        for pk, user, system in runs.filter(
+            environment__has_key="host_cpu"
+        ).values_list(
+            "pk", "environment__host_cpu__user_s", "environment__host_cpu__system_s"
+        )
+    }
+    io = (
+        Measurement.objects.filter(result__run__in=list(cpu))
+        .values("result__run")
+        .annotate(ios=Sum(F("iops") * F("runtime_s")))
+        .order_by()
+    )
+    per_io = sorted(
+        cpu[row["result__run"]] * 1e6 / row["ios"]
+        for row in io
+        if row["ios"] and cpu[row["result__run"]] > 0
+    )
+    if not per_io:
+        return {"runs": 0, "median_us_per_io": None, "min": None, "max": None}
+    return {
+        "runs": len(per_io),
+        "median_us_per_io": float(statistics.median(per_io)),
+        "min": per_io[0],
+        "max": per_io[-1],
+    }

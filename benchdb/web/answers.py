@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Min
 
-from benchdb.results import across, compare, population, stats
+from benchdb.results import across, compare, hostcost, population, stats
 from benchdb.results.answer_cache import cached as _cached
 from benchdb.results.models import Result
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS
@@ -138,6 +138,10 @@ def cache_mode_answers(
     for mode in CACHE_MODES:
         safety, why = agent_vocab.CACHE_MODE_SAFETY.get(mode, ("", ""))
         row = {"mode": mode, "safety": safety, "why": why, "answer": None}
+        # Efficiency: what the mode's guest runs cost the host's CPU per I/O.
+        row["host_cpu"] = hostcost.runs_host_cost(
+            population.filter_runs({**setup, "role": "guest", "cache_mode": mode})
+        )
         if mode != "none":
             ans = population.answer(
                 {**setup, "role": "guest"},

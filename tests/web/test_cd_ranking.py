@@ -78,3 +78,27 @@ def test_the_diagram_puts_the_better_half_left():
     assert cd["cd"]["x2"] - cd["cd"]["x1"] == pytest.approx(per_rank, abs=0.1)
     assert [b["names"] for b in cd["bars"]] == [["a", "b"], ["b", "c"]]
     assert present.cd_diagram({"average_ranks": None}) is None
+
+
+def test_the_report_has_an_efficiency_column(client, community):  # noqa: F811
+    from benchdb.results.models import Measurement, Result
+
+    # Two writeback runs measured on the host: 100 and 300 µs of QEMU CPU per
+    # I/O (1 s and 3 s over 10,000 I/Os); nothing else measured it.
+    results = Result.objects.filter(run__cache_mode="writeback").order_by("id")[:2]
+    for res, cpu in zip(results, (1.0, 3.0), strict=True):
+        Measurement.objects.create(
+            result=res, repeat=0, direction="read", iops=1000.0, runtime_s=10.0
+        )
+        res.run.environment = {"host_cpu": {"user_s": cpu / 2, "system_s": cpu / 2}}
+        res.run.save(update_fields=["environment"])
+    page = client.get(f"/reports/cache-modes/?workload={TEST}").content.decode()
+    cells = dict(
+        re.findall(
+            r'<tr class="[^"]*" data-mode="(\w+)">.*?<td class="host-cpu">(.*?)</td>',
+            page,
+            re.S,
+        )
+    )
+    assert text(cells["writeback"]).strip() == "200.0 µs (median of 2 runs)"
+    assert text(cells["none"]).strip() == "not measured"
