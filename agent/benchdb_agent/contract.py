@@ -165,8 +165,11 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+MAX_UTC_OFFSET_MIN = 14 * 60
+
+
 def parse_datetime(value) -> Optional[datetime.datetime]:
-    """An RFC 3339 date-time with a time zone, or None."""
+    """An RFC 3339 date-time with a time zone (-14:00 to +14:00), or None."""
     if not isinstance(value, str) or len(value) > 64:
         return None
     m = DATETIME_RE.match(value)
@@ -180,7 +183,9 @@ def parse_datetime(value) -> Optional[datetime.datetime]:
     else:
         sign = 1 if zone[0] == "+" else -1
         hours, minutes = int(zone[1:3]), int(zone[4:6])
-        if hours > 23 or minutes > 59:
+        # No place is further from UTC than 14 hours (Kiribati, +14:00), and
+        # PostgreSQL refuses offsets past 15:59: +16:00 failed in ingest.
+        if minutes > 59 or hours * 60 + minutes > MAX_UTC_OFFSET_MIN:
             return None
         tz = datetime.timezone(sign * datetime.timedelta(hours=hours, minutes=minutes))
     try:
@@ -874,7 +879,10 @@ def check(doc, *, allow_published: bool = False, now=None) -> Checked:
             out.add("/bundle_id", "must be a UUID")
     created = parse_datetime(doc.get("created"))
     if created is None:
-        out.add("/created", "must be an RFC 3339 date-time with a time zone")
+        out.add(
+            "/created",
+            "must be an RFC 3339 date-time with a time zone (-14:00 to +14:00)",
+        )
     else:
         now = now or datetime.datetime.now(datetime.timezone.utc)
         if created > now + datetime.timedelta(days=1):

@@ -261,6 +261,16 @@ def test_a_body_nested_100000_deep_is_a_400(api, db):
     assert "nested" in errors[0]["message"]
 
 
+def test_a_created_offset_no_place_has_is_refused_at_the_contract(api, good):
+    doc = copy.deepcopy(good)
+    doc["created"] = "2026-11-27T10:00:00+16:00"  # PostgreSQL refuses it
+    errors = refused(api, doc, "/created")
+    assert "+14:00" in errors[0]["message"]
+    for zone in ("+14:00", "-12:00", "+05:45"):
+        doc["created"] = f"2026-11-27T10:00:00{zone}"
+        assert contract.parse_datetime(doc["created"]) is not None, zone
+
+
 def test_a_raw_output_of_another_fio_job_is_refused(api, good):
     doc = copy.deepcopy(good)
     # The write test's raw output placed under the read test, records and all.
