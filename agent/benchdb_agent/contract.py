@@ -33,6 +33,7 @@ import datetime
 import json
 import math
 import re
+import unicodedata
 import uuid
 import zlib
 from typing import Any, Dict, List, Optional, Tuple
@@ -403,6 +404,27 @@ def check_tag(key: str, value) -> Optional[str]:
     limit = TAG_MAX_LENGTH.get(key, TAG_DEFAULT_MAX_LENGTH)
     if len(value) > limit:
         return f"is {len(value)} characters long; at most {limit}"
+    return invisible_problem(value)
+
+
+# Characters a free-text tag may not hold: controls (Cc), format characters
+# (Cf: zero-width spaces and joiners, right-to-left overrides, the BOM, soft
+# hyphens) and line or paragraph separators.  Each makes a value that reads
+# like another ("Samsung\u200b980" is not "Samsung 980", and would be a
+# hardware row of its own) or that shows reversed.
+INVISIBLE_CATEGORIES = ("Cc", "Cf", "Zl", "Zp")
+
+
+def invisible_problem(value: str) -> Optional[str]:
+    """Why ``value`` cannot be a free-text tag (an invisible, control or
+    direction character), or None."""
+    for i, char in enumerate(value):
+        if unicodedata.category(char) in INVISIBLE_CATEGORIES:
+            name = unicodedata.name(char, "a control character")
+            return (
+                f"must not contain U+{ord(char):04X} ({name}) at character {i}: "
+                "type the value as it reads"
+            )
     return None
 
 

@@ -271,6 +271,17 @@ def test_a_created_offset_no_place_has_is_refused_at_the_contract(api, good):
         assert contract.parse_datetime(doc["created"]) is not None, zone
 
 
+@pytest.mark.parametrize(
+    "value", ["Samsung\u200b980", "Samsung \u202e089", "Samsung\t980", "a\u2028b"]
+)
+def test_a_free_text_tag_with_invisible_characters_is_refused(api, good, value):
+    doc = copy.deepcopy(good)
+    doc["tags"] = {**doc.get("tags", {}), "disk_model": value}
+    errors = refused(api, doc, "/tags/disk_model")
+    assert "U+" in errors[0]["message"]
+    assert contract.check_tag("disk_model", "Samsung 980") is None
+
+
 def test_a_raw_output_of_another_fio_job_is_refused(api, good):
     doc = copy.deepcopy(good)
     # The write test's raw output placed under the read test, records and all.
