@@ -18,6 +18,7 @@ import pytest
 from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import ErrorDetail
 from rest_framework.renderers import JSONRenderer
+from rest_framework.test import APIClient
 from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
 from benchdb.api.renderers import FastJSONRenderer, all_finite
@@ -131,7 +132,10 @@ def test_every_answer_is_drfs_json(api, alice, runs):
         response = owner.get(url)
         assert response.status_code == 200
         byte_equal += same_json(response.data)
-    created = owner.post("/api/v1/tokens/", {"name": "ci"}, format="json")
+    # Tokens are created signed in, never with a token (TokensBySessionOnly).
+    signed_in = APIClient()
+    signed_in.force_login(alice)
+    created = signed_in.post("/api/v1/tokens/", {"name": "ci"}, format="json")
     assert created.status_code == 201 and created.json()["key"]
     byte_equal += same_json(created.data)
     assert {200, 400, 401, 404, 410} <= statuses
