@@ -430,7 +430,7 @@ def _upload_one(body: bytes, bundle_id: str, server: str, args, kept=None) -> in
     )
     state = final.get("status")
     if state == "done":
-        log(f"ingested: {upload_mod.run_page(server, final)}")
+        log(f"ingested: {upload_mod.run_page(server, final, key)}")
         return 0
     if state == "failed":
         log(f"the server could not ingest the bundle: {final.get('errors')}")

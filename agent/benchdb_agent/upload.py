@@ -194,10 +194,15 @@ def absolute(server: str, url: str) -> str:
     return urllib.parse.urljoin(server.rstrip("/") + "/", url)
 
 
-def run_page(server: str, status: dict) -> str:
-    """The run's page (and API address) from a finished submission status."""
+def run_page(server: str, status: dict, owner_key: str | None = None) -> str:
+    """The run's page (and API address) from a finished submission status.
+    With an anonymous upload's owner key, the page's address carries it
+    (``?key=``): a browser opened there sees the run even if it is private
+    (benchdb keeps the key in that browser's session)."""
     run = status.get("run")
     page = absolute(server, f"/runs/{run}/") if run is not None else None
+    if page and owner_key:
+        page += "?key=" + urllib.parse.quote(owner_key, safe="")
     api = status.get("run_url")
     return " ".join(x for x in (page, f"(API: {api})" if api else None) if x)
 

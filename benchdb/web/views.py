@@ -102,11 +102,30 @@ def run_list(request):
     )
 
 
+# Owner keys this browser opened runs with (``run_detail``'s ``?key=``), by
+# run id, in its session: the pages of an anonymous private run then open
+# for its uploader as the API does with X-Owner-Key.
+SESSION_OWNER_KEYS = "owner_keys"
+
+
 def _readable_run(request, pk: int) -> Run:
+    key = request.session.get(SESSION_OWNER_KEYS, {}).get(str(pk), "")
     try:
-        return reads.run_detail(pk, request.user)
+        return reads.run_detail(pk, request.user, key)
     except Run.DoesNotExist:
         raise Http404("no such run") from None
+
+
+def _remember_owner_key(request, pk: int):
+    """``?key=OWNER_KEY`` (the address the agent prints for an anonymous
+    upload): kept in the session if it opens the run, then the same page
+    without it, so the key leaves the address bar and is never a Referer."""
+    key = request.GET.get("key", "").strip()[:200]
+    if key and reads.readable_runs(None, key).filter(pk=pk).exists():
+        keys = dict(request.session.get(SESSION_OWNER_KEYS, {}))
+        keys[str(pk)] = key
+        request.session[SESSION_OWNER_KEYS] = keys
+    return redirect(request.path)
 
 
 def _hidden(request, exc: reads.RunHidden):
@@ -114,6 +133,8 @@ def _hidden(request, exc: reads.RunHidden):
 
 
 def run_detail(request, pk: int):
+    if "key" in request.GET:
+        return _remember_owner_key(request, pk)
     try:
         run = _readable_run(request, pk)
     except reads.RunHidden as exc:

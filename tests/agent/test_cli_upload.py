@@ -295,7 +295,11 @@ def test_the_owner_key_of_a_202_is_kept(imported, tmp_path):
     assert entry["owner_key"] == "bdo_secret202"
     assert entry["status_url"] == server.url + "/api/v1/submissions/1/"
     assert "bdo_secret202 (kept in" in proc.stderr
-    assert "bdo_secret202" not in proc.stderr.split("sent to", 1)[1]
+    after = proc.stderr.split("sent to", 1)[1]
+    sent, ingested = after.split("ingested:", 1)
+    assert "bdo_secret202" not in sent  # the server's answer, echoed without it
+    # The run's page for the uploader's browser (a private run opens there).
+    assert "/runs/7/?key=bdo_secret202" in ingested
 
 
 def test_only_202_or_200_count_as_sent(imported, tmp_path):
