@@ -108,8 +108,10 @@ def default_answers() -> list[tuple]:
             out.append((answers.cache_mode_answers, ({}, workload, across.VERSION)))
             out.append((answers.cache_mode_ranking, ({}, workload, across.VERSION)))
         else:
-            out.append((answers.overhead_answer, ({}, workload)))
-            out.append((answers.overhead_by, ("storage_backend", {}, workload)))
+            out.append((answers.overhead_answer, ({}, workload, across.VERSION)))
+            out.append(
+                (answers.overhead_by, ("storage_backend", {}, workload, across.VERSION))
+            )
     return out
 
 

@@ -180,15 +180,21 @@ def cache_mode_ranking(setup: dict, workload: dict, version: int = across.VERSIO
 
 
 @_cached
-def overhead_answer(setup: dict, workload: dict) -> dict:
-    """Guest ÷ host over every paired guest of the setup, with a verdict."""
+def overhead_answer(setup: dict, workload: dict, version: int = across.VERSION) -> dict:
+    """Guest ÷ host over every paired guest of the setup, with a verdict,
+    and what the setup's guest runs cost the host's CPU per I/O
+    (``host_cpu``, ``hostcost.runs_host_cost``)."""
     runs = population.filter_runs({**setup, "role": "guest"})
     dist = population.distribution(runs, workload["test_id"], workload["metric"])
-    return _overhead_verdict(dist["overhead"], workload["metric"])
+    out = _overhead_verdict(dist["overhead"], workload["metric"])
+    out["host_cpu"] = hostcost.runs_host_cost(runs)
+    return out
 
 
 @_cached
-def overhead_by(field: str, setup: dict, workload: dict) -> list[dict]:
+def overhead_by(
+    field: str, setup: dict, workload: dict, version: int = across.VERSION
+) -> list[dict]:
     """The same answer per value of one setting (per storage, per bus…)."""
     choices = dict((FACETS.get(field) or HARDWARE_FACETS[field]).choices)
     column = field if field in FACETS else f"hardware__{field}"
@@ -204,7 +210,7 @@ def overhead_by(field: str, setup: dict, workload: dict) -> list[dict]:
     for value, label in choices.items():
         if value == "unknown" or value not in present:
             continue
-        ans = overhead_answer({**setup, field: value}, workload)
+        ans = overhead_answer({**setup, field: value}, workload, version)
         if ans["runs"]:
             out.append({"value": value, "label": label, **ans})
     return out

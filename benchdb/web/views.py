@@ -528,10 +528,10 @@ def overhead_report(request):
     context.update(_answer_context(request, cache_sweep=False))
     if context["workload"]:
         context["answer"], found = answers.overhead_answer.with_freshness(
-            context["setup"], context["workload"]
+            context["setup"], context["workload"], across.VERSION
         )
         context["by_storage"], by_found = answers.overhead_by.with_freshness(
-            "storage_backend", context["setup"], context["workload"]
+            "storage_backend", context["setup"], context["workload"], across.VERSION
         )
         context["_found"] += [found, by_found]
     context["freshness"] = answer_cache.freshness_of(

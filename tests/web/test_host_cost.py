@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from benchdb.results import hostcost
+from benchdb.results import hostcost, refresh
 from benchdb.results.ingest import store_bundle
 from benchdb.results.models import Measurement
 from tests.api.conftest import fio  # noqa: F401
@@ -72,3 +72,32 @@ def test_a_guest_run_without_it_says_so(fio, client):  # noqa: F811
     assert "The host's CPU time was not measured for this run" in text(page)
     host = store_bundle(make_bundle(fio, role="host"))
     assert 'id="host-cost"' not in client.get(f"/runs/{host.pk}/").content.decode()
+
+
+def test_the_overhead_report_gains_host_cpu_per_io(client):
+    from django.core.management import call_command
+
+    from benchdb.results.models import Run
+
+    call_command("load_reference")
+    page = text(client.get("/reports/overhead/").content.decode())
+    assert "Host CPU per I/O: not measured for this setup yet" in page
+    guest = Run.objects.filter(role="guest", baseline__isnull=False).first()
+    # The published runs record bandwidth only: one record with IOPS and
+    # its runtime makes the run's I/O count.
+    Measurement.objects.create(
+        result=guest.results.first(),
+        repeat=99,
+        direction="read",
+        iops=1000.0,
+        runtime_s=10.0,
+    )
+    guest.environment = {**guest.environment, "host_cpu": HOST_CPU}
+    guest.save(update_fields=["environment"])
+    expected = hostcost.run_host_cost(guest)["us_per_io"]
+    # The worker's refresh recomputes the stored answer after a change.
+    refresh.refresh()
+    page = text(client.get("/reports/overhead/").content.decode())
+    assert f"Host CPU per I/O: {expected:.1f} µs (median of 1 guest run" in page, page[
+        page.find("Host CPU") - 300 : page.find("Host CPU") + 300
+    ]
