@@ -6,7 +6,8 @@ user needs nothing installed.  It is the same engine as in production: there is
 no SQLite path anywhere.
 
 When ``CELERY_BROKER_URL`` is unset, Celery uses kombu's filesystem transport
-under ``var/broker``, woken by its acks (benchdb/broker.py): a real worker
+under ``var/broker``, made safe for concurrent processes and woken by its
+acks (benchdb/broker.py): a real worker
 process consumes real messages, exactly the path production takes with Redis or
 RabbitMQ, only without a broker server.
 """
@@ -109,15 +110,16 @@ def broker_settings() -> tuple[str, dict]:
     # development server's.
     root = Path(os.environ.get("BENCHDB_BROKER_DIR") or var_dir() / "broker")
     queue = root / "queue"
-    processed = root / "processed"
+    held = root / "held"
     control = root / "control"
-    for folder in (queue, processed, control):
+    for folder in (queue, held, control):
         folder.mkdir(parents=True, exist_ok=True)
     options = {
         "data_folder_in": str(queue),
         "data_folder_out": str(queue),
-        "processed_folder": str(processed),
-        "store_processed": False,
+        # Messages taken by a consumer and not yet acknowledged
+        # (benchdb/broker.py): put back if their consumer dies.
+        "held_folder": str(held),
         # Broadcast (pidbox) exchanges; kombu's default is ./control.
         "control_folder": str(control),
         # kombu sleeps this long whenever it cannot take a message.  An ack

@@ -24,15 +24,34 @@ from benchdb import embedded
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = ""):
-    """Poll ``predicate`` until it returns a truthy value or time runs out."""
+def wait_for(
+    predicate,
+    timeout: float = 30.0,
+    interval: float = 0.1,
+    what: str = "",
+    log: Path | None = None,
+):
+    """Poll ``predicate`` until it returns a truthy value or time runs out;
+    the failure names what it waited for and, given the ``log`` of the
+    process it waited on, that log's last lines."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+    message = f"timed out after {timeout}s waiting for {what or predicate}"
+    if log is not None:
+        message += f"\n--- last lines of {log} ---\n{log_tail(log)}"
+    raise AssertionError(message)
+
+
+def log_tail(log: Path, lines: int = 40) -> str:
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError as exc:
+        return f"(unreadable: {exc})"
+    return "\n".join(text.splitlines()[-lines:])
 
 
 @pytest.fixture(scope="session")
