@@ -294,6 +294,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 # One message at a time per process: ingest tasks are long and uneven.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The summary refresh (seconds to minutes at a million results) has its own
+# queue and its own worker process (`celery worker -Q refresh`, started by
+# `manage.py serve` and a service of docker/compose.yml), so ingest never
+# waits behind it; everything else is on the default queue, "celery".
+CELERY_TASK_ROUTES = {
+    "benchdb.results.refresh.refresh_summaries": {"queue": "refresh"},
+}
 # A stuck ingest must not hold a worker forever.
 CELERY_TASK_TIME_LIMIT = envint("CELERY_TASK_TIME_LIMIT", 300)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30
@@ -328,14 +335,17 @@ PUBLIC_DUMP_KEEP = envint("PUBLIC_DUMP_KEEP", 7)
 # as the broker answers; one still "processing" this long after its last
 # change lost its worker (more than the task time limit, so a live task is
 # never doubled); one "queued" this long after its message was sent lost it
-# with the broker.  After SUBMISSION_MAX_ATTEMPTS the submission fails.  The
+# with the broker (a broker restarted without its queue): five minutes, far
+# more than a submission waits in a queue that is being worked (a message
+# still queued gets a second one, which finds the row done and returns).
+# After SUBMISSION_MAX_ATTEMPTS the submission fails.  The
 # upload answers 503 with Retry-After SUBMISSION_RETRY_AFTER_S when it could
 # not queue.  docs/deploy.md, "Submissions".
 SUBMISSION_REQUEUE_INTERVAL_S = envint("SUBMISSION_REQUEUE_INTERVAL_S", 60)
 SUBMISSION_PROCESSING_STALE_AFTER_S = envint(
     "SUBMISSION_PROCESSING_STALE_AFTER_S", CELERY_TASK_TIME_LIMIT + 60
 )
-SUBMISSION_QUEUED_STALE_AFTER_S = envint("SUBMISSION_QUEUED_STALE_AFTER_S", 3600)
+SUBMISSION_QUEUED_STALE_AFTER_S = envint("SUBMISSION_QUEUED_STALE_AFTER_S", 300)
 SUBMISSION_MAX_ATTEMPTS = envint("SUBMISSION_MAX_ATTEMPTS", 5)
 SUBMISSION_RETRY_AFTER_S = envint("SUBMISSION_RETRY_AFTER_S", 60)
 CELERY_BEAT_SCHEDULE = {

@@ -5,6 +5,8 @@
 #            not in every web or worker container
 #   web      gunicorn
 #   worker   a Celery worker (ingest and the other tasks)
+#   refresh  the Celery worker of the summary refresh alone (its own queue,
+#            one at a time, so ingest never waits behind it); run one
 #   beat     Celery beat (the periodic public dump); run exactly one
 #   manage   any manage.py command, e.g. `manage create_api_token`
 # Anything else is run as given.  The test suite runs these same commands
@@ -36,10 +38,21 @@ web)
         "$@"
     ;;
 worker)
+    # A pool process is replaced after 100 tasks: its memory grows with the
+    # bundles it parsed (140 -> 188 MB over 1,215 ingests).
     exec python -m celery -A benchdb worker \
         --loglevel "${LOG_LEVEL:-INFO}" \
         --concurrency "${CELERY_WORKER_CONCURRENCY:-2}" \
+        --max-tasks-per-child "${CELERY_WORKER_MAX_TASKS_PER_CHILD:-100}" \
         --hostname "worker@%h" \
+        "$@"
+    ;;
+refresh)
+    exec python -m celery -A benchdb worker \
+        --loglevel "${LOG_LEVEL:-INFO}" \
+        --queues refresh \
+        --concurrency 1 \
+        --hostname "refresh@%h" \
         "$@"
     ;;
 beat)

@@ -83,6 +83,8 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
             "benchdb",
             "worker",
             "--pool=solo",
+            # Ingest's queue and the summary refresh's (settings.CELERY_TASK_ROUTES)
+            "--queues=celery,refresh",
             "--loglevel=INFO",
             f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
         ],

@@ -3,9 +3,18 @@
 After an ingest, a moderation, a visibility change, a claim, a PATCH or a
 deletion, ``schedule()`` queues one ``refresh_summaries`` task a few seconds
 later (``SUMMARY_REFRESH_DELAY_S``); uploads arriving meanwhile find it
-queued and add nothing, so a burst of uploads costs one refresh.  Beat runs
-it every ``SUMMARY_REFRESH_INTERVAL_S`` as a backstop (a lost message, a
-write made outside Django).
+queued and add nothing, so a burst of uploads costs one refresh.  It runs on
+its own queue (``refresh``, settings.CELERY_TASK_ROUTES) in its own worker
+process, one at a time (a PostgreSQL advisory lock, whatever the number of
+refresh workers), so ingest never waits behind it.
+
+Nothing lost keeps the answers stale: a queued mark older than the delay
+plus ``LOST_AFTER_S`` while no refresh runs stands for a lost message, and
+the next write queues again; beat's ``requeue_stale`` (every minute) calls
+``recover``, which queues a refresh when stored answers are older than the
+data and none is queued or running (a lost message, a refresh cut short by
+a dead worker, a write made outside Django).  Beat also runs it every
+``SUMMARY_REFRESH_INTERVAL_S`` as a backstop.
 
 The refresh recomputes, each in its own snapshot and with the live
 function, every stored answer older than the data (most recently asked for
@@ -18,6 +27,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+from contextlib import contextmanager
+from datetime import timedelta
 
 from celery import shared_task
 from celery.signals import task_postrun
@@ -36,26 +47,52 @@ def _delay() -> float:
     return float(getattr(settings, "SUMMARY_REFRESH_DELAY_S", 5))
 
 
+# A queued refresh not started this long after its delay lost its message,
+# unless a refresh is running (one queued behind it waits, it is not lost).
+LOST_AFTER_S = 60
+# pg_advisory_lock key held by the refresh that runs ("bdbr").
+REFRESH_LOCK = 0x62646272
+_RUNNING = (
+    "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+    "AND classid = 0 AND objid = %(lock)s AND objsubid = 1 AND database = "
+    "(SELECT oid FROM pg_database WHERE datname = current_database()))"
+)
+
+
+def running() -> bool:
+    """True while a refresh holds its lock (in any process)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {_RUNNING}", {"lock": REFRESH_LOCK})
+        return cursor.fetchone()[0]
+
+
 def schedule() -> bool:
     """Queue one refresh unless one is queued already (coalescing); True if
-    this call queued it.  Never raises: beat's schedule is the backstop."""
+    this call queued it.  Never raises: ``recover`` and beat's schedule are
+    the backstop."""
+    params = {
+        "lock": REFRESH_LOCK,
+        "lost": timedelta(seconds=_delay() + LOST_AFTER_S),
+    }
+    # Queued, and not lost: its mark is recent or a refresh runs ahead of it.
+    queued = (
+        "{v}refresh_queued IS NOT NULL AND ({v}refresh_queued >= "
+        f"clock_timestamp() - %(lost)s OR {_RUNNING})"
+    )
     with connection.cursor() as cursor:
         # Most writes find one queued already: a plain read, no row lock.
         cursor.execute(
-            "SELECT 1 FROM results_dataversion WHERE id = 1 "
-            "AND refresh_queued >= clock_timestamp() - interval '10 minutes'"
+            "SELECT 1 FROM results_dataversion WHERE id = 1 AND " + queued.format(v=""),
+            params,
         )
         if cursor.fetchone() is not None:
             return False
-        # Queued unless already queued (a queued mark older than ten minutes
-        # lost its message: queue again).
         cursor.execute(
             "INSERT INTO results_dataversion AS v (id, version, removed, "
             "refresh_queued) VALUES (1, 0, 0, clock_timestamp()) "
             "ON CONFLICT (id) DO UPDATE SET refresh_queued = EXCLUDED.refresh_queued "
-            "WHERE v.refresh_queued IS NULL "
-            "OR v.refresh_queued < clock_timestamp() - interval '10 minutes' "
-            "RETURNING id"
+            f"WHERE NOT ({queued.format(v='v.')}) RETURNING id",
+            params,
         )
         if cursor.fetchone() is None:
             return False
@@ -68,12 +105,36 @@ def schedule() -> bool:
             retry=True,
             retry_policy=PUBLISH_RETRY_POLICY,
         )
-    except Exception as exc:  # broker down: beat will refresh
+    except Exception as exc:  # broker down: recover() and beat will refresh
         log.warning("could not queue the summary refresh: %s", exc)
         with connection.cursor() as cursor:
             cursor.execute("UPDATE results_dataversion SET refresh_queued = NULL")
         return False
     return True
+
+
+def recover() -> bool:
+    """Queue a refresh if stored answers are older than the data and no
+    refresh is queued or running; True if it queued one.  Run by beat's
+    ``requeue_stale`` every minute: answers are never left stale by a lost
+    message or a refresh that died."""
+    _load_registry()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM results_answersummary s, "
+            "results_dataversion v WHERE v.id = 1 AND s.version < v.version "
+            "AND s.name = ANY(%s))",
+            [list(answer_cache.REGISTRY)],
+        )
+        if not cursor.fetchone()[0]:
+            return False
+    queued = schedule()
+    if queued:
+        log.warning(
+            "summary refresh queued again: stored answers were stale with no "
+            "refresh queued or running (a lost message or a refresh that died)"
+        )
+    return queued
 
 
 def schedule_on_commit() -> None:
@@ -126,6 +187,24 @@ def refresh(limit: int | None = None) -> dict:
     """Recompute stale stored answers and the defaults; returns figures."""
     _load_registry()
     limit = limit or int(getattr(settings, "SUMMARY_REFRESH_MAX", 500))
+    with _one_at_a_time():
+        return _refresh(limit)
+
+
+@contextmanager
+def _one_at_a_time():
+    """Hold the refresh lock: a second refresh waits for the first to end
+    (then covers what was written meanwhile) instead of running beside it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [REFRESH_LOCK])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [REFRESH_LOCK])
+
+
+def _refresh(limit: int) -> dict:
     start = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("UPDATE results_dataversion SET refresh_queued = NULL")

@@ -177,8 +177,20 @@ def requeue_stale() -> int:
     more than the task time limit, so a live task is never doubled, and a
     doubled one would find the row done and return).  A row that has had
     ``SUBMISSION_MAX_ATTEMPTS`` attempts is failed instead, with the reason.
-    Returns how many were queued.
+    Then a summary refresh lost the same ways is queued again
+    (``refresh.recover``).  Returns how many submissions were queued.
     """
+    from benchdb.results import refresh
+
+    count = _requeue_submissions()
+    try:
+        refresh.recover()
+    except Exception as exc:  # the broker or database is still down
+        log.warning("could not check the summary refresh: %s", exc)
+    return count
+
+
+def _requeue_submissions() -> int:
     now = timezone.now()
     queued_before = now - timedelta(seconds=settings.SUBMISSION_QUEUED_STALE_AFTER_S)
     processing_before = now - timedelta(

@@ -20,8 +20,8 @@ import pytest
 from tests.deploy.conftest import ROOT
 
 DOCKER = ROOT / "docker"
-LONG_RUNNING = ("postgres", "redis", "web", "proxy", "worker", "beat")
-APP_SERVICES = ("web", "worker", "beat")
+LONG_RUNNING = ("postgres", "redis", "web", "proxy", "worker", "refresh", "beat")
+APP_SERVICES = ("web", "worker", "refresh", "beat")
 
 
 def compose_plugin() -> Path:
