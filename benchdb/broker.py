@@ -276,6 +276,7 @@ class Transport(filesystem.Transport):
     not only a timer."""
 
     Channel = Channel
+
     @property
     def default_connection_params(self):
         # A folder has no host: kombu's virtual default ("localhost") only

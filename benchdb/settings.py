@@ -83,6 +83,10 @@ MIDDLEWARE = [
     # cycle): after rendering, so innermost.
     "benchdb.api.middleware.free_answers",
 ]
+# With DEBUG on, the site's own 404 and 500 pages instead of Django's
+# technical ones (benchdb/ops/errors.py); inside the others but free_answers.
+if DEBUG:
+    MIDDLEWARE.insert(-1, "benchdb.ops.errors.site_error_pages")
 
 ROOT_URLCONF = "benchdb.urls"
 WSGI_APPLICATION = "benchdb.wsgi.application"

@@ -17,6 +17,7 @@ import pytest
 
 from benchdb.ops.management.commands.embedded import postmaster_pid
 from tests.conftest import ROOT, wait_for
+from tests.service.serving import ping
 
 
 def free_port() -> int:
@@ -75,19 +76,7 @@ def test_it_boots_migrates_serves_and_consumes_on_embedded_defaults(tmp_path):
         assert status == 200 and json.loads(body)["status"] == "ok"
         # A task goes through the filesystem broker to the serve command's worker.
         marker = tmp_path / "pong"
-        subprocess.run(
-            [
-                sys.executable,
-                "manage.py",
-                "shell",
-                "-c",
-                f"from benchdb.results.tasks import ping; ping.delay({str(marker)!r})",
-            ],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            timeout=60,
-        )
+        ping(env, marker)
         pid = wait_for(
             lambda: marker.exists() and marker.read_text(),
             timeout=60,
