@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint format bench agent-zipapp guests clean
+.PHONY: run test setup lint format bench soak agent-zipapp guests clean
 
 $(STAMP): requirements.txt requirements-dev.txt agent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,13 @@ format: setup
 ## Speed and memory figures (printed, not asserted).
 bench: setup
 	$(BIN)/python -m bench
+
+## benchdb's embedded defaults used for MINUTES (default 30) on busy cores:
+## uploads, visibility, moderation, pages; prints crashes, restarts, ingest,
+## the longest wait and stale counts (bench/soak.py).  make soak MINUTES=5
+MINUTES ?= 30
+soak: setup
+	$(BIN)/python -m bench.soak --minutes $(MINUTES)
 
 ## Build the real QEMU guest and run the guest matrix; bundles in var/guests
 ## (SERVER=http://127.0.0.1:8000 uploads them to a running benchdb).
