@@ -5,7 +5,8 @@ not exist with its technical 404 (every URL pattern, in a page wider than a
 phone) and an error with its traceback page.  For the people who use the
 site those are the same missing page and the same error as in production:
 this middleware (in ``MIDDLEWARE`` only when ``DEBUG`` is on) answers them
-with ``templates/404.html`` and ``templates/500.html``.  The traceback still
+as with ``DEBUG`` off (the URLconf's ``handler404``, ``templates/404.html``)
+and with ``templates/500.html``.  The traceback still
 goes to the log (the console), where the developer reads it; API answers
 (JSON) and responses a view made itself are left alone.
 """
@@ -23,7 +24,13 @@ def site_error_pages(get_response):
     def middleware(request):
         response = get_response(request)
         if response.status_code == 404 and _technical(response):
-            return render(request, "404.html", status=404)
+            # The answer DEBUG off gives: the URLconf's handler404 (JSON
+            # under /api/), else templates/404.html.
+            from django.http import Http404
+            from django.urls import get_resolver
+
+            handler = get_resolver(getattr(request, "urlconf", None))
+            return handler.resolve_error_handler(404)(request, Http404())
         return response
 
     def process_exception(request, exception):

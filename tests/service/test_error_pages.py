@@ -95,3 +95,11 @@ def test_a_phone_sees_them_styled_without_a_horizontal_scroll(debug):
             page.screenshot(
                 path=str(SCREENSHOTS / f"error-{name}-{mode}-390.png"), full_page=True
             )
+
+
+@pytest.mark.django_db
+def test_an_api_path_that_matches_nothing_answers_json_in_both_modes(debug, settings):
+    settings.ROOT_URLCONF = "benchdb.urls"
+    response = fetch("/api/v1/no-such-thing/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
