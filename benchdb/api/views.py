@@ -348,7 +348,8 @@ EXPORT_PARAM = OpenApiParameter(
                 "visibility); needs a signed-in user or token.",
             )
         ],
-        responses={200: s.RunListSerializer(many=True), **error_responses(400)},
+        # 404: a page number past the last page.
+        responses={200: s.RunListSerializer(many=True), **error_responses(400, 404)},
     ),
     retrieve=extend_schema(
         summary="A run with every test's statistics and repeats",
@@ -713,7 +714,10 @@ class VocabulariesView(APIView):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Hardware that visible runs ran on"),
+    list=extend_schema(
+        summary="Hardware that visible runs ran on",
+        responses={200: s.HardwareSerializer(many=True), **error_responses(404)},
+    ),
     retrieve=extend_schema(
         summary="One hardware description",
         responses={200: s.HardwareSerializer, **error_responses(404)},
@@ -787,7 +791,10 @@ class ComparisonViewSet(
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Your API tokens (secrets are never shown again)"),
+    list=extend_schema(
+        summary="Your API tokens (secrets are never shown again)",
+        responses={200: s.ApiTokenSerializer(many=True), **error_responses(401, 404)},
+    ),
     create=extend_schema(
         summary="Create a token; the key is in the answer, once",
         description="Signed in (a session) only: an API token cannot create "
