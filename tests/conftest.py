@@ -1,10 +1,19 @@
-"""Shared fixtures: a real Celery worker process on the test database.
+"""Shared fixtures: a real Celery worker process on the test database, the
+agent as people download it, and bounded waits that say what they waited for.
 
 The worker is a separate process (``celery -A benchdb worker``) consuming from
 the same broker as the test process (Redis in CI, kombu's filesystem transport
 on the embedded defaults), connected to pytest-django's test database.  Tests
 that use it must commit their data (``transaction=True``), since the worker
 cannot see a test's open transaction.
+
+The ``agent`` fixture runs the agent's command line two ways: from this
+checkout (``python -m benchdb_agent``) and from ``benchdb-agent.pyz`` exactly
+as the server serves it (``served_pyz``), so what people download is tested.
+
+Every wait on a process is bounded and, when it runs out, fails with what it
+waited for and the last lines of that process's log (``wait_for``,
+``finish``): on a busy machine a test fails with a diagnosis, never hangs.
 """
 
 from __future__ import annotations
@@ -13,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -21,37 +29,61 @@ import pytest
 
 from benchdb import embedded
 
+# One definition of each wait, shared with tests/guests/harness.py (a command
+# too); imported from here by the tests that wait.
+from tests.waits import log_tail, wait_for  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def wait_for(
-    predicate,
-    timeout: float = 30.0,
-    interval: float = 0.1,
-    what: str = "",
-    log: Path | None = None,
-):
-    """Poll ``predicate`` until it returns a truthy value or time runs out;
-    the failure names what it waited for and, given the ``log`` of the
-    process it waited on, that log's last lines."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    message = f"timed out after {timeout}s waiting for {what or predicate}"
-    if log is not None:
-        message += f"\n--- last lines of {log} ---\n{log_tail(log)}"
-    raise AssertionError(message)
+# --- the agent as people download it -----------------------------------------
 
 
-def log_tail(log: Path, lines: int = 40) -> str:
-    try:
-        text = Path(log).read_text(errors="replace")
-    except OSError as exc:
-        return f"(unreadable: {exc})"
-    return "\n".join(text.splitlines()[-lines:])
+@pytest.fixture(scope="session")
+def served_pyz(tmp_path_factory) -> Path:
+    """``benchdb-agent.pyz`` exactly as the server answers
+    ``/agent/benchdb-agent.pyz`` (the view that URL resolves to, called)."""
+    from django.test import RequestFactory
+    from django.urls import resolve
+
+    path = "/agent/benchdb-agent.pyz"
+    response = resolve(path).func(RequestFactory().get(path))
+    assert response.status_code == 200, response
+    target = tmp_path_factory.mktemp("served") / "benchdb-agent.pyz"
+    target.write_bytes(response.content)
+    return target
+
+
+class AgentCommand:
+    """The agent's command line, run one way: ``argv`` is its start."""
+
+    def __init__(self, kind: str, argv: list):
+        self.kind = kind
+        self.argv = argv
+
+    def __call__(self, *args, timeout: float = 120, stdin=None, **kw):
+        """Run the agent to the end (bounded); a CompletedProcess, as text."""
+        return subprocess.run(
+            [*self.argv, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=stdin,
+            **kw,
+        )
+
+
+@pytest.fixture(scope="session", params=["source", "pyz"])
+def agent(request) -> AgentCommand:
+    """The agent's command line from this checkout, then from the served .pyz.
+
+    The .pyz runs without site-packages (``-S``, the agent needs the standard
+    library only): this checkout's agent is installed in the test environment,
+    and would otherwise stand in for any module the .pyz lacked."""
+    if request.param == "source":
+        return AgentCommand("source", [sys.executable, "-m", "benchdb_agent"])
+    pyz = request.getfixturevalue("served_pyz")
+    return AgentCommand("pyz", [sys.executable, "-S", str(pyz)])
 
 
 @pytest.fixture(scope="session")
@@ -96,8 +128,9 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     try:
         wait_for(
             lambda: "ready" in log.read_text() or proc.poll() is not None,
-            timeout=60,
+            timeout=120,
             what="the Celery worker to start",
+            logs=[log],
         )
         if proc.poll() is not None:
             raise RuntimeError(f"worker exited: {log.read_text()[-2000:]}")

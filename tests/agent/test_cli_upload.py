@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import shlex
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,13 +15,6 @@ import pytest
 from benchdb_agent import bundle
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-AGENT = [sys.executable, "-m", "benchdb_agent"]
-
-
-def agent(*args, **kw):
-    return subprocess.run(
-        [*AGENT, *args], capture_output=True, text=True, timeout=120, **kw
-    )
 
 
 class Server:
@@ -88,7 +81,7 @@ class Server:
 
 
 @pytest.fixture
-def imported(tmp_path):
+def imported(agent, tmp_path):
     out = tmp_path / "b.json"
     files = [str(SAMPLES / "dd" / "gnu-c.txt"), str(SAMPLES / "dd" / "gnu-de_de.txt")]
     proc = agent(
@@ -107,7 +100,7 @@ def imported(tmp_path):
     return out
 
 
-def test_parse_prints_the_contract(tmp_path):
+def test_parse_prints_the_contract(agent, tmp_path):
     proc = agent("parse", str(SAMPLES / "fio" / "randrw-3.json"))
     doc = json.loads(proc.stdout)
     assert set(doc) == {"tool", "tool_version", "format", "records"}
@@ -126,7 +119,7 @@ def test_import_makes_repeats_of_one_test(imported):
     assert doc["source"] == "imported" and doc["tags"]["cache_mode"] == "writeback"
 
 
-def test_upload_sends_with_the_token(imported, tmp_path):
+def test_upload_sends_with_the_token(agent, imported, tmp_path):
     server = Server([202])
     try:
         proc = agent(
@@ -151,7 +144,7 @@ def test_upload_sends_with_the_token(imported, tmp_path):
     )
 
 
-def test_a_refused_bundle_is_not_retried_nor_spooled(imported, tmp_path):
+def test_a_refused_bundle_is_not_retried_nor_spooled(agent, imported, tmp_path):
     server = Server([400])
     spool = tmp_path / "spool"
     try:
@@ -165,7 +158,7 @@ def test_a_refused_bundle_is_not_retried_nor_spooled(imported, tmp_path):
     assert list(spool.glob("*.json")) == []
 
 
-def test_an_unreachable_server_spools_and_pending_resends(imported, tmp_path):
+def test_an_unreachable_server_spools_and_pending_resends(agent, imported, tmp_path):
     spool = tmp_path / "spool"
     dead = "http://127.0.0.1:9"  # discard port: nothing listens
     proc = agent("upload", str(imported), "--server", dead, "--spool-dir", str(spool))
@@ -185,7 +178,7 @@ def test_an_unreachable_server_spools_and_pending_resends(imported, tmp_path):
     assert list(spool.glob("*.json")) == []
 
 
-def test_upload_follows_the_status_to_the_run_page(imported, tmp_path):
+def test_upload_follows_the_status_to_the_run_page(agent, imported, tmp_path):
     server = Server([202], ingest=("queued", "processing", "done"))
     try:
         proc = agent(
@@ -203,7 +196,7 @@ def test_upload_follows_the_status_to_the_run_page(imported, tmp_path):
     assert f"ingested: {server.url}/runs/7/" in proc.stderr
 
 
-def test_a_busy_server_with_retry_after_spools_at_once(imported, tmp_path):
+def test_a_busy_server_with_retry_after_spools_at_once(agent, imported, tmp_path):
     server = Server([503], headers={"Retry-After": "120"})
     spool = tmp_path / "spool"
     try:
@@ -233,7 +226,9 @@ def _keys(spool, doc_path):
     return path, json.loads(path.read_text())
 
 
-def test_the_owner_key_of_a_503_is_kept_with_the_spooled_bundle(imported, tmp_path):
+def test_the_owner_key_of_a_503_is_kept_with_the_spooled_bundle(
+    agent, imported, tmp_path
+):
     spool = tmp_path / "spool"
     server = Server(
         [503, 200], headers={"Retry-After": "120"}, payloads=[NOT_QUEUED, STORED]
@@ -261,7 +256,7 @@ def test_the_owner_key_of_a_503_is_kept_with_the_spooled_bundle(imported, tmp_pa
     assert _keys(spool, imported)[0].exists()  # the key outlives the spool
 
 
-def test_the_owner_key_of_a_503_survives_the_inline_retry(imported, tmp_path):
+def test_the_owner_key_of_a_503_survives_the_inline_retry(agent, imported, tmp_path):
     spool = tmp_path / "spool"
     server = Server(
         [503, 200], headers={"Retry-After": "0"}, payloads=[NOT_QUEUED, STORED]
@@ -281,7 +276,7 @@ def test_the_owner_key_of_a_503_survives_the_inline_retry(imported, tmp_path):
     assert server.polls[0]["X-Owner-Key"] == "bdo_secret503"
 
 
-def test_the_owner_key_of_a_202_is_kept(imported, tmp_path):
+def test_the_owner_key_of_a_202_is_kept(agent, imported, tmp_path):
     spool = tmp_path / "spool"
     server = Server([202], payloads=[dict(STORED, owner_key="bdo_secret202")])
     try:
@@ -302,7 +297,7 @@ def test_the_owner_key_of_a_202_is_kept(imported, tmp_path):
     assert "/runs/7/?key=bdo_secret202" in ingested
 
 
-def test_only_202_or_200_count_as_sent(imported, tmp_path):
+def test_only_202_or_200_count_as_sent(agent, imported, tmp_path):
     server = Server([201, 201, 201, 201])
     spool = tmp_path / "spool"
     try:
@@ -316,34 +311,29 @@ def test_only_202_or_200_count_as_sent(imported, tmp_path):
     assert len(list(spool.glob("*.json"))) == 1
 
 
-def test_a_refused_upload_after_a_run_keeps_the_bundle_and_says_where(tmp_path):
+def test_a_refused_upload_after_a_run_keeps_the_bundle_and_says_where(agent, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
     server = Server([400])
     try:
-        proc = subprocess.run(
-            [
-                *AGENT,
-                "run",
-                "--target",
-                str(target),
-                "--size",
-                "16M",
-                "--runtime",
-                "1",
-                "--repeats",
-                "1",
-                "--max-repeats",
-                "1",
-                "--test",
-                "fio-rand-read-4k-q1t1",
-                "--upload",
-                server.url,
-                "--spool-dir",
-                str(tmp_path / "spool"),
-            ],
-            capture_output=True,
-            text=True,
+        proc = agent(
+            "run",
+            "--target",
+            str(target),
+            "--size",
+            "16M",
+            "--runtime",
+            "1",
+            "--repeats",
+            "1",
+            "--max-repeats",
+            "1",
+            "--test",
+            "fio-rand-read-4k-q1t1",
+            "--upload",
+            server.url,
+            "--spool-dir",
+            str(tmp_path / "spool"),
             timeout=300,
             cwd=tmp_path,
         )
@@ -358,7 +348,7 @@ def test_a_refused_upload_after_a_run_keeps_the_bundle_and_says_where(tmp_path):
     assert proc.stderr.index("Random read 4 KiB Q1T1") < proc.stderr.index("refused")
 
 
-def test_a_bad_out_path_is_refused_before_measuring(tmp_path):
+def test_a_bad_out_path_is_refused_before_measuring(agent, tmp_path):
     proc = agent(
         "run",
         "--target",
@@ -373,7 +363,7 @@ def test_a_bad_out_path_is_refused_before_measuring(tmp_path):
     assert "laying out" not in proc.stderr and list(tmp_path.iterdir()) == []
 
 
-def test_parse_without_a_direction_returns_null_and_says_so():
+def test_parse_without_a_direction_returns_null_and_says_so(agent):
     proc = agent("parse", str(SAMPLES / "dd" / "gnu-c.txt"))
     assert proc.returncode == 0, proc.stderr
     (rec,) = json.loads(proc.stdout)["records"]
@@ -381,11 +371,11 @@ def test_parse_without_a_direction_returns_null_and_says_so():
     assert "does not say read or write" in proc.stderr
 
 
-def test_parse_into_a_closed_pipe_is_quiet():
+def test_parse_into_a_closed_pipe_is_quiet(agent):
     # `benchdb-agent parse FILE | head -1`: a real pipe whose reader leaves.
     proc = subprocess.run(
-        f"{sys.executable} -m benchdb_agent parse "
-        f"{SAMPLES / 'fio' / 'numjobs2-3.json'} | head -1",
+        shlex.join([*agent.argv, "parse", str(SAMPLES / "fio" / "numjobs2-3.json")])
+        + " | head -1",
         shell=True,
         capture_output=True,
         text=True,
@@ -395,7 +385,7 @@ def test_parse_into_a_closed_pipe_is_quiet():
     assert "BrokenPipeError" not in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_import_keeps_each_fio_job_apart(tmp_path):
+def test_import_keeps_each_fio_job_apart(agent, tmp_path):
     out = tmp_path / "jobs.json"
     proc = agent("import", str(SAMPLES / "fio" / "two-jobs-3.json"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -409,7 +399,7 @@ def test_import_keeps_each_fio_job_apart(tmp_path):
     assert by_id["fio-rand-write-4k-q1t1"]["direction"] == "write"
 
 
-def test_import_of_dd_without_a_direction_is_refused_with_the_reason(tmp_path):
+def test_import_of_dd_without_a_direction_is_refused_with_the_reason(agent, tmp_path):
     proc = agent(
         "import", str(SAMPLES / "dd" / "gnu-c.txt"), "--out", str(tmp_path / "x")
     )

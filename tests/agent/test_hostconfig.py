@@ -1,9 +1,6 @@
 """host-config: effective disk settings from QEMU command lines, and --disk."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,18 +18,6 @@ def text(name: str) -> str:
 
 def by_id(disks):
     return {d.id: d for d in disks}
-
-
-def agent(*args, stdin=None):
-    env = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
-    return subprocess.run(
-        [sys.executable, "-m", "benchdb_agent.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=stdin,
-        timeout=60,
-    )
 
 
 # -- the cache rule -----------------------------------------------------------
@@ -299,7 +284,7 @@ def test_select_never_answers_for_another_disk():
         hostconfig.pick(disks, "vdz")
 
 
-def test_cli_unknown_disk_is_an_error_listing_ids(tmp_path):
+def test_cli_unknown_disk_is_an_error_listing_ids(agent, tmp_path):
     cmd = tmp_path / "cmd"
     cmd.write_text(
         "qemu-system-x86_64 -drive file=/a,if=none,id=os -device virtio-blk-pci,"
@@ -325,7 +310,7 @@ def test_cli_unknown_disk_is_an_error_listing_ids(tmp_path):
     assert [d["id"] for d in every["disks"]] == ["os", "bench"]
 
 
-def test_tags_output_is_shell_safe_and_valid(tmp_path):
+def test_tags_output_is_shell_safe_and_valid(agent, tmp_path):
     out = agent(
         "host-config",
         "--qemu-cmdline",
@@ -412,7 +397,7 @@ def test_qmp_no_format_layer_is_raw(replies):
     assert disk.bus == "virtio-blk"
 
 
-def test_cli_qmp_json_from_stdin():
+def test_cli_qmp_json_from_stdin(agent):
     out = agent(
         "host-config",
         "--qmp-json",
@@ -443,7 +428,7 @@ def test_qmp_socket_that_never_greets_is_a_clear_error(tmp_path):
         server.close()
 
 
-def test_cli_reads_the_written_libvirt_and_xl_samples():
+def test_cli_reads_the_written_libvirt_and_xl_samples(agent):
     out = agent("host-config", "--libvirt-xml", str(SAMPLES / "libvirt-domain.xml"))
     assert out.returncode == 0, out.stderr
     disks = {d["id"]: d for d in json.loads(out.stdout)["disks"]}
@@ -511,7 +496,7 @@ def test_every_value_of_every_disk_of_every_sample_says_where_it_came_from():
     assert count > 150
 
 
-def test_tags_for_every_disk_stay_comments_and_quoted_words(tmp_path):
+def test_tags_for_every_disk_stay_comments_and_quoted_words(agent, tmp_path):
     cmd = tmp_path / "cmd"
     argv = [
         "qemu-system-x86_64",

@@ -120,17 +120,26 @@ def qmp_truth(sock):
     return truth
 
 
-def agent(*args):
+def host_config(served_pyz, *args):
+    """``host-config`` from this checkout and from the served .pyz (without
+    site-packages, see tests/conftest.py): the same answer, by disk id."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "agent"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchdb_agent.cli", "host-config", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return {d["id"]: d for d in json.loads(proc.stdout)["disks"]}
+    answers = []
+    for start in (
+        [sys.executable, "-m", "benchdb_agent.cli"],
+        [sys.executable, "-S", str(served_pyz)],
+    ):
+        proc = subprocess.run(
+            [*start, "host-config", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        answers.append(json.loads(proc.stdout))
+    assert answers[0] == answers[1]
+    return {d["id"]: d for d in answers[0]["disks"]}
 
 
 def image(tmp, name, fmt):
@@ -279,7 +288,7 @@ def scsi_hd(drive, n):
 
 
 @pytest.mark.parametrize("syntax", ["drive", "blockdev"])
-def test_cache_rule_on_virtio_blk_and_virtio_scsi(tmp_path, qemus, syntax):
+def test_cache_rule_on_virtio_blk_and_virtio_scsi(tmp_path, qemus, syntax, served_pyz):
     build = drive_disks if syntax == "drive" else blockdev_disks
     (tmp_path / "v").mkdir()
     (tmp_path / "s").mkdir()
@@ -303,8 +312,8 @@ def test_cache_rule_on_virtio_blk_and_virtio_scsi(tmp_path, qemus, syntax):
     for proc, sock, expect, bus in started:
         truth = qmp_truth(sock)
         assert set(truth) == set(expect), proc.stderr
-        by_pid = agent("--qemu-pid", str(proc.pid))
-        by_qmp = agent("--qmp-socket", str(sock))
+        by_pid = host_config(served_pyz, "--qemu-pid", str(proc.pid))
+        by_qmp = host_config(served_pyz, "--qmp-socket", str(sock))
         assert set(by_pid) == set(expect)
         for disk_id, (mode, fmt) in expect.items():
             runs_mode, _root, qfmt = truth[disk_id]
@@ -327,7 +336,7 @@ def test_cache_rule_on_virtio_blk_and_virtio_scsi(tmp_path, qemus, syntax):
         assert any(runs != root for runs, root, _ in truth.values())
 
 
-def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus):
+def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus, served_pyz):
     args, expect = [], {}
     for n, (mode, wc) in enumerate(
         [
@@ -377,8 +386,8 @@ def test_cache_rule_on_q35_ahci_and_legacy_drives(tmp_path, qemus):
     proc, sock = start(tmp_path, "q35", "q35", args)
     qemus.append(proc)
     truth = qmp_truth(sock)
-    by_pid = agent("--qemu-pid", str(proc.pid))
-    by_qmp = agent("--qmp-socket", str(sock))
+    by_pid = host_config(served_pyz, "--qemu-pid", str(proc.pid))
+    by_qmp = host_config(served_pyz, "--qmp-socket", str(sock))
     assert set(truth) == set(expect) == set(by_pid)
     for disk_id, (mode, bus) in expect.items():
         assert truth[disk_id][0] == mode

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,6 @@ from benchdb_agent import bundle, suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads(bundle.SCHEMA_PATH.read_text())
-AGENT = [sys.executable, "-m", "benchdb_agent"]
 SHORT = [
     "--size",
     "16M",
@@ -33,29 +31,25 @@ SHORT = [
 
 
 @pytest.fixture(scope="module")
-def quick_bundle(tmp_path_factory):
+def quick_bundle(agent, tmp_path_factory):
+    """The quick profile, shortened, from the checkout and from the .pyz."""
     target = tmp_path_factory.mktemp("target")
     out = tmp_path_factory.mktemp("out") / "bundle.json"
-    proc = subprocess.run(
-        [
-            *AGENT,
-            "run",
-            "--target",
-            str(target),
-            "--profile",
-            "quick",
-            *SHORT,
-            "--tag",
-            "cache_mode=none",
-            "--tag",
-            "storage_backend=lvm",
-            "--pair",
-            "p-1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    proc = agent(
+        "run",
+        "--target",
+        str(target),
+        "--profile",
+        "quick",
+        *SHORT,
+        "--tag",
+        "cache_mode=none",
+        "--tag",
+        "storage_backend=lvm",
+        "--pair",
+        "p-1",
+        "--out",
+        str(out),
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
@@ -119,12 +113,13 @@ def test_progress_is_plain_lines_off_a_terminal(quick_bundle):
     assert "fio-rand-read-4k-q32t1 repeat 1" in log
 
 
-def tool_processes(marker: str, also: str = "") -> list:
+def tool_processes(marker: str, also: str = "", agent_pid: int = 0) -> list:
     """PIDs of live processes whose command line mentions ``marker`` (and
-    ``also``)."""
+    ``also``), but the agent's own (``agent_pid``; from a .pyz its command
+    line holds the target too)."""
     out = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == agent_pid:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -143,14 +138,14 @@ def tool_processes(marker: str, also: str = "") -> list:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_signal_to_the_agent_alone_stops_fio_and_keeps_a_partial_bundle(
-    tmp_path, sig
+    agent, tmp_path, sig
 ):
     target = tmp_path / "target"
     target.mkdir()
     out = tmp_path / "partial.json"
     proc = subprocess.Popen(
         [
-            *AGENT,
+            *agent.argv,
             "run",
             "--target",
             str(target),
@@ -178,7 +173,7 @@ def test_a_signal_to_the_agent_alone_stops_fio_and_keeps_a_partial_bundle(
     # Wait until fio's measuring job (not the layout) runs on our file.
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        running = tool_processes(str(target), also="fio-rand-read")
+        running = tool_processes(str(target), "fio-rand-read", proc.pid)
         if running:
             break
         time.sleep(0.1)
@@ -208,18 +203,13 @@ def test_a_signal_to_the_agent_alone_stops_fio_and_keeps_a_partial_bundle(
     assert "PARTIAL" in stderr and str(out) in stderr
 
 
-def test_tmpfs_target_is_refused_not_measured(tmp_path):
+def test_tmpfs_target_is_refused_not_measured(agent, tmp_path):
     shm = Path("/dev/shm")
     target = shm / f"benchdb-test-{os.getpid()}"
     target.mkdir()
     try:
         out = tmp_path / "b.json"
-        proc = subprocess.run(
-            [*AGENT, "run", "--target", str(target), *SHORT, "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        proc = agent("run", "--target", str(target), *SHORT, "--out", str(out))
         assert proc.returncode == 1
         assert "tmpfs" in proc.stderr and "not disk figures" in proc.stderr
         assert not out.exists()
@@ -240,13 +230,8 @@ def test_tmpfs_target_is_refused_not_measured(tmp_path):
         (["--profile", "huge"], "invalid choice"),
     ],
 )
-def test_bad_flags_exit_2_with_a_reason(tmp_path, args, message):
-    proc = subprocess.run(
-        [*AGENT, "run", "--target", str(tmp_path), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_bad_flags_exit_2_with_a_reason(agent, tmp_path, args, message):
+    proc = agent("run", "--target", str(tmp_path), *args, timeout=60)
     assert proc.returncode == 2
     assert message in proc.stderr
     assert list(tmp_path.iterdir()) == []

@@ -600,7 +600,7 @@ def test_a_sweep_is_refused_while_a_saved_configuration_waits(tmp_path, monkeypa
     assert machine.calls == [] and os.path.exists(saved)
 
 
-def test_proxmox_restore_after_a_killed_sweep(fake_qm, tmp_path, monkeypatch, capsys):
+def test_proxmox_restore_after_a_killed_sweep(agent, fake_qm, tmp_path, monkeypatch):
     qm, calls = fake_qm
     monkeypatch.setenv("PATH", f"{os.path.dirname(qm)}:{os.environ['PATH']}")
     state = tmp_path / "state"
@@ -610,8 +610,8 @@ def test_proxmox_restore_after_a_killed_sweep(fake_qm, tmp_path, monkeypatch, ca
     pve.set_cache_mode("scsi1", "none", None)
     del pve  # the agent is killed: only the state file knows the original
     before = len(calls())
-    code = cli.main(["vm", "--proxmox", "100", "--restore", "--state-dir", str(state)])
-    assert code == 0
+    proc = agent("vm", "--proxmox", "100", "--restore", "--state-dir", str(state))
+    assert proc.returncode == 0, proc.stderr
     made = [c for c in calls()[before:] if c[0] != "config"]
     assert made == [
         [
@@ -624,10 +624,10 @@ def test_proxmox_restore_after_a_killed_sweep(fake_qm, tmp_path, monkeypatch, ca
         ["start", "100"],
     ]
     assert not os.path.exists(saved)
-    assert "restored: Proxmox VM 100" in capsys.readouterr().err
-    with pytest.raises(SystemExit):  # nothing saved any more: said, not guessed
-        cli.main(["vm", "--proxmox", "100", "--restore", "--state-dir", str(state)])
-    assert "nothing to restore" in capsys.readouterr().err
+    assert "restored: Proxmox VM 100" in proc.stderr
+    # Nothing saved any more: said, not guessed.
+    proc = agent("vm", "--proxmox", "100", "--restore", "--state-dir", str(state))
+    assert proc.returncode == 1 and "nothing to restore" in proc.stderr
 
 
 # --- a real (paused, never booted) QEMU: its command line is restored ---------------
@@ -645,7 +645,7 @@ def _started(text):
 
 
 @pytest.mark.skipif(QEMU is None, reason="qemu-system-x86_64")
-def test_qemu_restore_after_a_killed_sweep(tmp_path, capsys):
+def test_qemu_restore_after_a_killed_sweep(agent, tmp_path):
     (tmp_path / "disk.raw").write_bytes(b"\0" * 2**20)
     argv = [
         QEMU,
@@ -677,8 +677,9 @@ def test_qemu_restore_after_a_killed_sweep(tmp_path, capsys):
         again = vm.QemuVm(machine.pid)
         assert vm.find_state(state, again)[0] == saved
         main = ["vm", "--restore", "--state-dir", state, "--qemu-pid"]
-        assert cli.main([*main, str(machine.pid)]) == 0
-        restored = _started(capsys.readouterr().err)
+        proc = agent(*main, str(machine.pid))
+        assert proc.returncode == 0, proc.stderr
+        restored = _started(proc.stderr)
         pids.append(restored)
         assert _cmdline(restored) == argv and not os.path.exists(saved)
         # Killed mid-restart: the QEMU is gone; its saved pid is enough.
@@ -689,8 +690,9 @@ def test_qemu_restore_after_a_killed_sweep(tmp_path, capsys):
         vm.save_state(state, machine, "bench")
         os.kill(machine.pid, signal.SIGKILL)
         machine.proc.wait(10)
-        assert cli.main([*main, str(machine.pid)]) == 0
-        last = _started(capsys.readouterr().err)
+        proc = agent(*main, str(machine.pid))
+        assert proc.returncode == 0, proc.stderr
+        last = _started(proc.stderr)
         pids.append(last)
         assert _cmdline(last) == argv
         assert os.listdir(state) == []
