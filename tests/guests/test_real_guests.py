@@ -138,7 +138,7 @@ def test_guest_bundles_validate_and_carry_the_real_tags(results, boots):
 def test_host_baseline_shares_the_pair_and_validates(results):
     schema = json.loads(agent_bundle.SCHEMA_PATH.read_text())
     summary, out = results
-    assert summary["host"]["rc"] == 0
+    assert summary["host"]["rc"] == 0, summary["host"]["stderr_tail"]
     bundle = _bundle(out, "host.bundle.json")
     jsonschema.validate(bundle, schema)
     assert bundle["role"] == "host"
