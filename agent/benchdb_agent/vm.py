@@ -1050,12 +1050,15 @@ def fallback_command(args, pair_id: str, tags: dict) -> str:
 def check_guest_starts(guest, args, pyz_bytes) -> str:
     """The agent copied into the guest starts there (its python, the whole
     agent): checked before the host is measured, so that a guest that cannot
-    run it stops ``vm`` before anything is sent.  Returns its version line."""
+    run it stops ``vm`` before anything is sent.  Returns its version line.
+
+    Bounded by --guest-timeout, as the guest's run is: starting means
+    compiling the agent's modules, minutes in a starved, emulated guest."""
     pyz = f"{GUEST_DIR}/benchdb-agent-{uuid.uuid4().hex[:8]}.pyz"
     argv = [args.guest_python, pyz, "--version"]
     try:
         guest.write_file(pyz, pyz_bytes)
-        code, out, err = guest.run(argv, timeout=args.agent_timeout)
+        code, out, err = guest.run(argv, timeout=args.guest_timeout)
     finally:
         try:
             guest.run(["rm", "-f", pyz], timeout=60)
