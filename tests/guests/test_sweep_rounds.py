@@ -21,7 +21,7 @@ from benchdb.results.models import Run
 from benchdb_agent import vm as vm_mod
 from tests.guests import harness
 from tests.guests.test_vm_command import (  # noqa: F401
-    GUEST_STALLED,
+    SWEEP_TIMEOUT,
     Agent,
     Vm,
     Watcher,
@@ -46,6 +46,7 @@ SEED = 0
 
 def test_two_modes_two_rounds_interleaved_and_recorded(
     guest_build,  # noqa: F811
+    served_pyz,
     celery_worker_process,
     live_server,
     tmp_path,
@@ -59,7 +60,9 @@ def test_two_modes_two_rounds_interleaved_and_recorded(
     watcher.start()
     try:
         agent = Agent(
+            served_pyz,
             tmp_path,
+            vm,
             *_vm_args(vm, vm.proc.pid, live_server.url, tmp_path),
             "--cache-modes",
             ",".join(MODES),
@@ -69,8 +72,8 @@ def test_two_modes_two_rounds_interleaved_and_recorded(
             str(SEED),
             "--yes",
         )
-        code, out, err = agent.finish(1800)
-        assert code == 0, err[-3000:]
+        code, out, err = agent.finish(SWEEP_TIMEOUT)
+        assert code == 0, f"{err[-3000:]}\n{watcher.diagnosis()}"
         assert_restored(vm, watcher, 6, "writethrough")
     finally:
         watcher.stop.set()
@@ -78,7 +81,7 @@ def test_two_modes_two_rounds_interleaved_and_recorded(
     assert watcher.seen == ["writethrough", *order, "writethrough"], watcher.seen
     assert f"sweep order (--sweep-seed {SEED}): r1 none, r1 writeback" in err
     sweep_id = re.search(r"/sweeps/(sweep-[A-Za-z0-9._-]+)", err).group(1)
-    _stored(APIClient(), 5, sweep_id=sweep_id)
+    _stored(APIClient(), celery_worker_process, 5, sweep_id=sweep_id)
     guests = list(
         Run.objects.filter(sweep_id=sweep_id, role="guest").order_by("sweep_position")
     )
