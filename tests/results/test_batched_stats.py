@@ -358,6 +358,9 @@ def scalar_comparison(runs: list[Run], reference: Run) -> dict:
                 "direction": direction,
                 "main_metric": compare.main_metric(ref_result.test_id),
                 "metrics": metrics,
+                # The oracle compares runs by their comparability keys alone:
+                # nothing is joined by workload (imports; test_imported_runs).
+                "weaker": [],
             }
         )
     not_shared = {
@@ -373,6 +376,7 @@ def scalar_comparison(runs: list[Run], reference: Run) -> dict:
         "verdict_explanation": stats.VERDICT_EXPLANATION.format(margin=margin),
         "tests": tests,
         "not_shared": sorted(not_shared),
+        "weaker": [],
     }
 
 
