@@ -448,7 +448,7 @@ def test_ctrl_c_in_the_middle_of_a_sweep_restores_the_vm(
         time.sleep(5)
         agent.proc.send_signal(signal.SIGINT)
         code, out, err = agent.finish(ABORT_TIMEOUT)
-        assert code == 1, err[-3000:]
+        assert code == 4, err[-3000:]  # stopped by a signal: partial (agent/README)
         assert_restored(vm, watcher, 4, "writethrough")
     finally:
         watcher.stop.set()
