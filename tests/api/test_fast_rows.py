@@ -584,7 +584,9 @@ def test_detail_and_page_free_their_results_without_the_collector(api, shapes):
     cycle with their run for the garbage collector.  (The page through its
     view: the test client keeps every page's context.)"""
     import gc
+    from importlib import import_module
 
+    from django.conf import settings
     from django.contrib.auth.models import AnonymousUser
     from django.test import RequestFactory
 
@@ -597,8 +599,10 @@ def test_detail_and_page_free_their_results_without_the_collector(api, shapes):
     guest = shapes["guest"]
 
     def page():
+        # What the middleware gives a page: a user and a session.
         request = RequestFactory().get(guest.get_absolute_url())
         request.user = AnonymousUser()
+        request.session = import_module(settings.SESSION_ENGINE).SessionStore()
         return views.run_detail(request, guest.pk)
 
     def detail():
