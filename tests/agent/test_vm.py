@@ -440,6 +440,11 @@ def test_a_failure_in_the_middle_of_a_sweep_restores_and_keeps_the_baseline(
             "/mnt",
             "--cache-modes",
             "none,unsafe",
+            # One round whose random order is none, then unsafe (seed 0).
+            "--rounds",
+            "1",
+            "--sweep-seed",
+            "0",
             "--yes",
             "--state-dir",
             str(tmp_path / "state"),
@@ -461,6 +466,10 @@ def test_a_failure_in_the_middle_of_a_sweep_restores_and_keeps_the_baseline(
         emitted.append((doc["role"], doc.get("sweep_id"), doc["tag_sources"]))
         return 0
 
+    assert [m for _r, m in vm.sweep_plan(["none", "unsafe"], 1, 0)] == [
+        "none",
+        "unsafe",
+    ]
     with pytest.raises(qga.QgaError, match="went away"):
         vm.run(args, emit, lines.append)
     assert machine.calls == [("set", "none"), ("set", "unsafe"), ("restore", "unsafe")]
