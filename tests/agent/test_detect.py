@@ -134,6 +134,7 @@ def test_this_machine(tmp_path):
         capture_output=True,
         text=True,
         check=True,
+        timeout=120,
     )
     env = json.loads(proc.stdout)
     meminfo = Path("/proc/meminfo").read_text().split("\n")[0].split()

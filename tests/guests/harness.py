@@ -268,7 +268,7 @@ def find_kernel() -> tuple[Path, str]:
 
 def _libraries(path: str) -> list[str]:
     """The shared libraries ``ldd`` resolves for a binary or module."""
-    proc = subprocess.run(["ldd", path], capture_output=True, text=True)
+    proc = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=60)
     libs = []
     for line in proc.stdout.splitlines():
         match = re.search(r"(/\S+) \(0x", line)
@@ -294,6 +294,7 @@ def _module_files(version: str) -> list[str]:
             ["modprobe", "-S", version, "--show-depends", name],
             capture_output=True,
             text=True,
+            timeout=60,
         )
         if proc.returncode != 0:
             raise GuestError(f"modprobe --show-depends {name}: {proc.stderr.strip()}")
@@ -397,7 +398,11 @@ def _populate_tree(tree: Path, version: str) -> None:
     # Busybox provides everything else (sh, mount, insmod, tar, poweroff...);
     # the real tools copied above keep their own names.
     applets = subprocess.run(
-        ["/usr/bin/busybox", "--list-full"], capture_output=True, text=True, check=True
+        ["/usr/bin/busybox", "--list-full"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     ).stdout.split()
     for applet in applets:
         link = tree / "usr" / applet.replace("usr/", "", 1)
@@ -448,6 +453,7 @@ def _write_cpio(tree: Path, target: Path) -> None:
             stdout=out,
             cwd=tree,
             check=True,
+            timeout=300,
         )
 
 
@@ -466,6 +472,7 @@ def agent_zipapp(target: Path) -> Path:
         check=True,
         cwd=ROOT,
         capture_output=True,
+        timeout=300,
     )
     return target
 
@@ -646,6 +653,7 @@ def boot_guest(
     subprocess.run(
         ["qemu-img", "create", "-q", "-f", fmt, str(bench), str(BENCH_DISK_BYTES)],
         check=True,
+        timeout=120,
     )
     io_image = workdir / "io.raw"
     with io_image.open("wb") as handle:

@@ -36,6 +36,7 @@ def settings_options(database_url: str) -> str:
         capture_output=True,
         text=True,
         check=True,
+        timeout=120,
     )
     return out.stdout.strip()
 
