@@ -1308,6 +1308,14 @@ def _repeats(result, test, ctx, progress) -> None:
         }
 
 
+# What the figures of the agent's tables are (``summary_table``, vm's
+# ``overhead_table``): the statistic the run page, lists and API show.
+STATISTIC_LEGEND = (
+    "geomean: the geometric mean of the repeats (stats.summarize), the figure "
+    "benchdb's pages show"
+)
+
+
 def summary_table(doc: dict) -> str:
     """What was measured, for people: one line per test, each figure the
     geometric mean of the repeats with its 95% interval (``stats.summarize``),
@@ -1322,7 +1330,7 @@ def summary_table(doc: dict) -> str:
     for w in doc.get("warnings") or []:
         if w.get("test_id"):
             codes.setdefault(w["test_id"], []).append(w["code"])
-    rows = [("test", "result", "95% interval", "latency", "repeats", "CV", "status")]
+    rows = [("test", "geomean", "95% interval", "latency", "repeats", "CV", "status")]
     for test in doc.get("tests") or []:
         metric = metric_of.get(test["test_id"]) or (
             "bw_bytes" if test["tool"] == "dd" else "iops"
@@ -1380,8 +1388,8 @@ def summary_table(doc: dict) -> str:
         ]
         lines.append("  ".join(cells) + "  " + r[last])
     lines.append(
-        "result: geometric mean of the repeats, with its 95% interval (log scale; "
-        f"min-max below {stats.MIN_REPEATS} repeats), as the run page shows it"
+        STATISTIC_LEGEND + ", with its 95% interval (log scale; "
+        f"min-max below {stats.MIN_REPEATS} repeats); latency: its geometric mean"
     )
     general = [w for w in doc.get("warnings") or [] if not w.get("test_id")]
     if general:

@@ -1372,7 +1372,7 @@ def _metric_mean(test: dict, profile: str):
 def overhead_table(host_doc: dict, guest_docs: list, profile: str) -> str:
     """Per mode and test: host, guest, and the guest's change against the host."""
     host = {t["test_id"]: _metric_mean(t, profile) for t in host_doc["tests"]}
-    rows = [("mode", "test", "host", "guest", "guest vs host")]
+    rows = [("mode", "test", "host geomean", "guest geomean", "guest vs host")]
     for mode, doc in guest_docs:
         for test in doc["tests"]:
             value, metric = _metric_mean(test, profile)
@@ -1392,9 +1392,10 @@ def overhead_table(host_doc: dict, guest_docs: list, profile: str) -> str:
                 )
             )
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return "\n".join(
+    lines = [
         "  ".join(row[i].ljust(widths[i]) for i in range(5)).rstrip() for row in rows
-    )
+    ]
+    return "\n".join([*lines, runner.STATISTIC_LEGEND])
 
 
 def parse_modes(text: str | None) -> list:

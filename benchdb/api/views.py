@@ -47,7 +47,7 @@ from benchdb.api.throttling import (
     client_address,
 )
 from benchdb.api.validation import check_upload
-from benchdb.results import answer_cache, exports, ingest, reads
+from benchdb.results import answer_cache, exports, ingest, owning, reads
 from benchdb.results import compare as compare_mod
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
@@ -474,18 +474,14 @@ class RunViewSet(
     def retrieve(self, request, *args, **kwargs):
         return Response(self._detail(self._with_tests(self.get_object())))
 
+    def perform_destroy(self, instance):
+        owning.delete_run(instance)
+
     def partial_update(self, request, *args, **kwargs):
         run = self.get_object()
         serializer = s.RunUpdateSerializer(run, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        tags = data.pop("tags", None)
-        with transaction.atomic():
-            for field, value in data.items():
-                setattr(run, field, value)
-            run.save()
-            if tags is not None:
-                ingest.retag(run, tags)
+        owning.edit_run(run, serializer.validated_data)
         run = self._with_tests(self.get_queryset().get(pk=run.pk))
         return Response(self._detail(run))
 
@@ -502,10 +498,8 @@ class RunViewSet(
     )
     def claim(self, request, pk=None):
         run = self.get_object()
-        key = owner_key(request)
-        if not key or not run.check_owner_key(key):
+        if not owning.claim_run(run, request.user, owner_key(request)):
             raise exceptions.PermissionDenied("X-Owner-Key does not match this run.")
-        run.claim(request.user)
         return Response(s.RunListSerializer(run, context={"request": request}).data)
 
     @extend_schema(

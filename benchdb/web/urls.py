@@ -3,7 +3,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
-from benchdb.web import imports, sweeps, views
+from benchdb.web import imports, owner, sweeps, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -12,6 +12,12 @@ urlpatterns = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/export/", views.run_export, name="run-export"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    # The owner's pages (web/owner.py): the same actions as the API's.
+    path("runs/mine/", owner.my_runs, name="my-runs"),
+    path("runs/claim/", owner.run_claim, name="run-claim"),
+    path("runs/<int:pk>/edit/", owner.run_edit, name="run-edit"),
+    path("runs/<int:pk>/visibility/", owner.run_visibility, name="run-visibility"),
+    path("runs/<int:pk>/delete/", owner.run_delete, name="run-delete"),
     path(
         "runs/<int:pk>/raw/<int:result_id>/<int:repeat>/",
         views.raw_output,
@@ -30,8 +36,8 @@ urlpatterns = [
     path("submit/import/", imports.import_results, name="import-results"),
     path("submit/import/<int:pk>/", imports.import_status, name="import-status"),
     path("agent/benchdb-agent.pyz", views.agent_download, name="agent-download"),
-    path("tokens/", views.token_create, name="token-create"),
-    path("tokens/<int:pk>/revoke/", views.token_revoke, name="token-revoke"),
+    path("tokens/", owner.tokens, name="tokens"),
+    path("tokens/<int:pk>/revoke/", owner.token_revoke, name="token-revoke"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/login/", views.login_view, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

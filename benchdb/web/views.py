@@ -10,14 +10,12 @@ from __future__ import annotations
 import gzip
 from functools import lru_cache
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
 from django.db.models import prefetch_related_objects
 from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from benchdb.api.throttling import (
@@ -29,12 +27,11 @@ from benchdb.api.throttling import (
 from benchdb.results import across, answer_cache, exports, hostcost, reads, stats
 from benchdb.results import compare as compare_mod
 from benchdb.results.models import (
-    ApiToken,
     Comparison,
     RawOutput,
     Run,
 )
-from benchdb.web import answers, present
+from benchdb.web import answers, owner, present
 from benchdb.web.forms import SignupForm
 from benchdb.web.imports import ImportForm
 from benchdb_agent import vocab as agent_vocab
@@ -104,8 +101,9 @@ def run_list(request):
 
 # Owner keys this browser opened runs with (``run_detail``'s ``?key=``), by
 # run id, in its session: the pages of an anonymous private run then open
-# for its uploader as the API does with X-Owner-Key.
-SESSION_OWNER_KEYS = "owner_keys"
+# for its uploader as the API does with X-Owner-Key (and its owner's
+# controls, web/owner.py).
+SESSION_OWNER_KEYS = owner.SESSION_OWNER_KEYS
 
 
 def _readable_run(request, pk: int) -> Run:
@@ -173,6 +171,7 @@ def run_detail(request, pk: int):
         "web/run_detail.html",
         {
             "run": run,
+            "owner_controls": owner.controls(request, run),
             "baseline": run.baseline,
             "host_cost": hostcost.run_host_cost(run) if run.role == "guest" else None,
             "rows": rows,
@@ -560,36 +559,11 @@ def agent_download(request):
 
 def submit(request):
     context = {
-        "server": request.build_absolute_uri("/").rstrip("/"),
-        "agent_url": request.build_absolute_uri(reverse("agent-download")),
+        **owner.agent_urls(request),
+        **owner.token_context(request),
         "import_form": ImportForm(),
     }
-    if request.user.is_authenticated:
-        context["tokens"] = request.user.api_tokens.filter(revoked__isnull=True)
-        context["new_token"] = request.session.pop("new_token", None)
     return render(request, "web/submit.html", context)
-
-
-@login_required
-@require_POST
-def token_create(request):
-    name = (request.POST.get("name") or "").strip()[:100]
-    if not name:
-        messages.error(request, "Give the token a name, e.g. the host it runs on.")
-        return redirect("submit")
-    _token, secret = ApiToken.issue(request.user, name)
-    # Shown once, on the next page view, then forgotten.
-    request.session["new_token"] = secret
-    return redirect("submit")
-
-
-@login_required
-@require_POST
-def token_revoke(request, pk: int):
-    token = get_object_or_404(ApiToken, pk=pk, user=request.user)
-    token.revoke()
-    messages.success(request, f"Token {token.name} revoked.")
-    return redirect("submit")
 
 
 class LoginView(auth_views.LoginView):
