@@ -26,6 +26,13 @@ RUN_JOIN = """results_run r
  LEFT JOIN results_cpumodel c ON c.id = h.cpu_model_id
  LEFT JOIN results_diskmodel d ON d.id = h.disk_model_id"""
 VISIBLE = "r.visibility = 'public' AND NOT r.hidden"
+# A count a page gives as "more than" past this many.
+BOUND = 10_000
+# The planner's estimate of the listed runs: what a page that says "about N"
+# reads (a stored count costs the same one-row read).
+ESTIMATED_COUNT = (
+    "SELECT reltuples::bigint FROM pg_class WHERE oid = 'results_run'::regclass"
+)
 EXPORT_COLS = """r.id, r.uuid, r.created, r.ran_at, r.role, r.platform,
  r.virtualization, r.cache_mode, r.aio_mode, r.iothread, r.image_format,
  r.storage_backend, r.disk_bus, h.disk_type, d.name, c.name, r.suite_id,
@@ -58,21 +65,28 @@ HOSTS_BY_GUEST_PLATFORM = (
 
 @dataclass
 class Endpoint:
+    """One row: a URL, the hand-written SQL answering it, what it is."""
+
     name: str
     url: str
+    # The hand-written SQL of what the answer reads live.  For an answer the
+    # app serves from stored rows (``answer_cache``), the read of each stored
+    # row the request found is added to it (``timing.Captured.stored_rows``):
+    # a stored answer is held against the read of its stored row.
     sql: list[tuple[str, list]]
     kind: str = "api"  # api | page | export
-    # Only measured once (slow, large): no p95 target, bytes and time.
-    heavy: bool = False
-    targets: bool = True
     notes: str = ""
-    extra: dict = field(default_factory=dict)
-    # Served from stored answers (benchdb/results/answer_cache.py): the
-    # first request after the refresh may compute it (its time is printed).
-    stored: bool = False
-    # A comparison, kept computed per web process (``compare._MEMO``): also
-    # timed on a server that keeps none (its "computed" row).
-    kept: bool = False
+    # What the stored parts of this answer cost computed from every run: the
+    # floor of the refresh's row (the refresh computes them), not of this one.
+    live_sql: list[tuple[str, list]] = field(default_factory=list)
+    # Comparisons of random run sets, each asked once: ``url`` and the SQL
+    # are made per set (``url.format(runs=...)``, ``_compare_sql``); the
+    # number of runs, or PAIR for a random guest with its host.
+    random_runs: int = 0
+
+
+# ``random_runs`` of a guest+host comparison: a random guest and its host.
+PAIR = -1
 
 
 def _compare_sql(ids: list[int]) -> list[tuple[str, list]]:
@@ -186,12 +200,10 @@ def build(ctx: dict) -> list[Endpoint]:
     (see ``pick_context``)."""
     run = ctx["guest"]
     host = ctx["host"]
-    two = ctx["compare"][:2]
     ten = ctx["compare"][:10]
     test = ctx["test_id"]
     key = ctx["key"]
     ten_csv = ",".join(map(str, ten))
-    two_csv = ",".join(map(str, two))
     list_where = (
         f"{VISIBLE} AND r.cache_mode IN ('none') AND h.disk_type IN ('nvme-ssd')"
     )
@@ -201,26 +213,39 @@ def build(ctx: dict) -> list[Endpoint]:
             "API run list, filtered",
             "/api/v1/runs/?cache_mode=none&disk_type=nvme-ssd",
             [
-                (f"SELECT count(*) FROM {RUN_JOIN} WHERE {list_where}", []),
+                # A count bounded at BOUND (a page says "more than 10,000"):
+                # nothing counts every run on a request (issue 35).
+                (
+                    f"SELECT count(*) FROM (SELECT 1 FROM {RUN_JOIN} "
+                    f"WHERE {list_where} LIMIT {BOUND}) n",
+                    [],
+                ),
                 (
                     f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {list_where} "
                     "ORDER BY r.created DESC, r.id DESC LIMIT 50",
                     [],
                 ),
             ],
+            notes=f"count bounded at {BOUND:,}",
         ),
         Endpoint(
             "API run list, deep page",
             f"/api/v1/runs/?page={ctx['page']}",
             [
-                (f"SELECT count(*) FROM {RUN_JOIN} WHERE {VISIBLE}", []),
+                # The planner's estimate of the listed runs ("about N"), as a
+                # stored count would be read: one row.
+                (ESTIMATED_COUNT, []),
+                # Ids first (the offset walks the listed-runs index only),
+                # then the page's rows, as the app pages.
                 (
-                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
-                    "ORDER BY r.created DESC, r.id DESC LIMIT 50 OFFSET %s",
+                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE r.id IN ("
+                    f"SELECT r.id FROM results_run r WHERE {VISIBLE} "
+                    "ORDER BY r.created DESC, r.id DESC LIMIT 50 OFFSET %s) "
+                    "ORDER BY r.created DESC, r.id DESC",
                     [50 * ctx["page"] - 50],
                 ),
             ],
-            notes=f"page {ctx['page']} (offset pagination)",
+            notes=f"page {ctx['page']}; ids first, an estimated count",
         ),
         Endpoint(
             "API run detail",
@@ -255,32 +280,53 @@ def build(ctx: dict) -> list[Endpoint]:
                 ),
             ],
         ),
+        # Comparisons as users meet them: a new set of runs each request,
+        # asked once (the memo keeps about 12 ten-run comparisons per web
+        # process): computed.  The headline rows.
         Endpoint(
-            "API compare, 2 runs",
-            f"/api/v1/compare/?runs={two_csv}",
-            _compare_sql(two),
-            kept=True,
+            "API compare, 10 random runs",
+            "/api/v1/compare/?runs={runs}",
+            [],
+            random_runs=10,
+            notes="a new random set of listed guests each round: computed",
         ),
         Endpoint(
-            "API compare, 10 runs",
+            "API compare, 2 random runs",
+            "/api/v1/compare/?runs={runs}",
+            [],
+            random_runs=2,
+            notes="a new random pair of listed guests each round: computed",
+        ),
+        Endpoint(
+            "page compare, 10 random runs",
+            "/compare/?runs={runs}",
+            [],
+            kind="page",
+            random_runs=10,
+            notes="a new random set each round: computed",
+        ),
+        Endpoint(
+            "page compare, guest+host, random",
+            "/compare/?runs={runs}",
+            [],
+            kind="page",
+            random_runs=PAIR,
+            notes="a random listed guest and its host each round: computed",
+        ),
+        # The same URL asked again and again: the comparison kept in each
+        # web process (``compare._MEMO``), a hot page's case.
+        Endpoint(
+            "API compare, 10 runs, memo hit",
             f"/api/v1/compare/?runs={ten_csv}",
             _compare_sql(ten),
-            kept=True,
+            notes="the same 10 runs every round: kept",
         ),
         Endpoint(
-            "page compare, 10 runs",
-            f"/compare/?runs={ten_csv}",
-            _compare_sql(ten),
-            kind="page",
-            kept=True,
-        ),
-        Endpoint(
-            "page compare, guest+host",
+            "page compare, guest+host, memo hit",
             f"/compare/?runs={run},{host}",
             _compare_sql([run, host]),
             kind="page",
-            kept=True,
-            notes="two full seed-profile runs",
+            notes="the same pair every round: kept",
         ),
         Endpoint(
             "page run",
@@ -311,6 +357,22 @@ def build(ctx: dict) -> list[Endpoint]:
             "/",
             [
                 (
+                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
+                    "ORDER BY r.created DESC, r.id DESC LIMIT 10",
+                    [],
+                ),
+                # The published data sets it lists.
+                (
+                    "SELECT r.id, r.title, r.cache_mode, r.citation FROM "
+                    f"results_run r WHERE {VISIBLE} AND r.source = 'published' "
+                    "ORDER BY r.citation, r.id",
+                    [],
+                ),
+            ],
+            kind="page",
+            notes="counts and facets: a summary of every listed run",
+            live_sql=[
+                (
                     "SELECT count(*), count(DISTINCT r.hardware_id) FROM "
                     f"results_run r WHERE {VISIBLE}",
                     [],
@@ -322,44 +384,32 @@ def build(ctx: dict) -> list[Endpoint]:
                     "(r.platform), (h.disk_type))",
                     [],
                 ),
-                (
-                    f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
-                    "ORDER BY r.created DESC, r.id DESC LIMIT 10",
-                    [],
-                ),
                 # The page's platform counts list a host baseline under its
                 # guests' platforms too (as browse's ?platform= filter does).
                 (HOSTS_BY_GUEST_PLATFORM, []),
-                # The published data sets it lists.
-                (
-                    "SELECT r.id, r.title, r.cache_mode, r.citation FROM "
-                    f"results_run r WHERE {VISIBLE} AND r.source = 'published' "
-                    "ORDER BY r.citation, r.id",
-                    [],
-                ),
             ],
-            kind="page",
         ),
         Endpoint(
             "page browse /runs/",
             "/runs/",
             [
                 (
-                    f"SELECT {', '.join(FACETS)}, count(*) FROM {RUN_JOIN} "
-                    f"WHERE {VISIBLE} GROUP BY GROUPING SETS ({facet_sets})",
-                    [],
-                ),
-                (
                     f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE {VISIBLE} "
                     "ORDER BY r.created DESC, r.id DESC LIMIT 50",
+                    [],
+                ),
+            ],
+            kind="page",
+            notes="count + 11 facets (a summary of every listed run) + page",
+            live_sql=[
+                (
+                    f"SELECT {', '.join(FACETS)}, count(*) FROM {RUN_JOIN} "
+                    f"WHERE {VISIBLE} GROUP BY GROUPING SETS ({facet_sets})",
                     [],
                 ),
                 # The platform facet counts a host under its guests' platforms.
                 (HOSTS_BY_GUEST_PLATFORM, []),
             ],
-            kind="page",
-            notes="count + 11 facets + page; the facet counts stored",
-            stored=True,
         ),
         Endpoint(
             "page browse, filtered",
@@ -408,7 +458,11 @@ def build(ctx: dict) -> list[Endpoint]:
         Endpoint(
             "page cache-mode report",
             "/reports/cache-modes/",
-            [
+            # One group of runs compared, read live.
+            _compare_sql(ctx["compare"][:5]),
+            kind="page",
+            notes="answers per mode + groups summary + one group compared",
+            live_sql=[
                 (
                     "SELECT r.hardware_id, r.platform, r.storage_backend, "
                     "r.image_format, r.disk_bus, r.aio_mode, r.suite_id, "
@@ -420,19 +474,29 @@ def build(ctx: dict) -> list[Endpoint]:
                     "LIMIT 50",
                     [],
                 ),
-                *_compare_sql(ctx["compare"][:5]),
                 *_cache_answer_sql(
                     *ctx.get("cache_workload", (test, key, "iops_mean"))
                 ),
             ],
-            kind="page",
-            notes="answers per mode + groups summary + one group compared",
-            stored=True,
         ),
         Endpoint(
             "page overhead report",
             "/reports/overhead/",
             [
+                # The page of pairs it lists.
+                (
+                    "SELECT r.id, r.baseline_id, g.test_id, g.iops_mean, b.iops_mean "
+                    "FROM results_run r JOIN results_result g ON g.run_id = r.id "
+                    "JOIN results_result b ON b.run_id = r.baseline_id "
+                    "AND b.comparability_key = g.comparability_key "
+                    f"WHERE {VISIBLE} AND r.role = 'guest' "
+                    "ORDER BY r.created DESC, r.id DESC, g.test_id LIMIT 50",
+                    [],
+                ),
+            ],
+            kind="page",
+            notes="answer overall and per storage + summary per test + a page",
+            live_sql=[
                 (
                     "SELECT g.test_id, count(*), "
                     "percentile_cont(0.5) WITHIN GROUP (ORDER BY "
@@ -444,27 +508,17 @@ def build(ctx: dict) -> list[Endpoint]:
                     f"WHERE {VISIBLE} AND r.role = 'guest' GROUP BY g.test_id",
                     [],
                 ),
-                (
-                    "SELECT r.id, r.baseline_id, g.test_id, g.iops_mean, b.iops_mean "
-                    "FROM results_run r JOIN results_result g ON g.run_id = r.id "
-                    "JOIN results_result b ON b.run_id = r.baseline_id "
-                    "AND b.comparability_key = g.comparability_key "
-                    f"WHERE {VISIBLE} AND r.role = 'guest' "
-                    "ORDER BY r.created DESC, r.id DESC, g.test_id LIMIT 50",
-                    [],
-                ),
                 *_overhead_answer_sql(
                     *ctx.get("overhead_workload", (test, key, "iops_mean"))
                 ),
             ],
-            kind="page",
-            notes="answer overall and per storage + summary per test + a page",
-            stored=True,
         ),
         Endpoint(
             "API aggregates",
             f"/api/v1/aggregates/?test_id={test}&metric=iops&group_by=cache_mode",
-            [
+            [],
+            notes="spread per cache mode over every listed run of a test",
+            live_sql=[
                 (
                     "SELECT x.comparability_key, count(*) FROM results_result x "
                     "JOIN results_run r ON r.id = x.run_id "
@@ -485,12 +539,22 @@ def build(ctx: dict) -> list[Endpoint]:
                     [test, ctx["key"]],
                 ),
             ],
-            stored=True,
         ),
         Endpoint(
             "API similar systems",
             f"/api/v1/runs/{run}/similar/?test_id={test}&metric=iops",
+            # The run's own figure.
             [
+                (
+                    "SELECT x.iops_mean, x.comparability_key, h.disk_type "
+                    "FROM results_result x JOIN results_run r ON r.id = x.run_id "
+                    "LEFT JOIN results_hardware h ON h.id = r.hardware_id "
+                    "WHERE x.run_id = %s AND x.test_id = %s",
+                    [run, test],
+                ),
+            ],
+            notes="where a run stands in the population of its disk type",
+            live_sql=[
                 (
                     "SELECT x.iops_mean FROM results_result x "
                     "JOIN results_run r ON r.id = x.run_id "
@@ -501,41 +565,46 @@ def build(ctx: dict) -> list[Endpoint]:
                     [ctx["key"], ctx["disk_type"]],
                 ),
             ],
-            notes="population of values",
-            stored=True,
         ),
         Endpoint(
             "API population, filtered",
             f"/api/v1/population/?test_id={test}&metric=iops&role=guest"
             f"&disk_type={ctx['disk_type']}",
-            _population_sql(test, ctx["key"], ctx["disk_type"]),
+            [],
             notes="figures and guest/host of one test on one disk type",
-            stored=True,
+            live_sql=_population_sql(test, ctx["key"], ctx["disk_type"]),
         ),
         Endpoint(
             "API population compare",
             f"/api/v1/population/compare/?test_id={test}&metric=iops&role=guest"
             "&a=cache_mode%3Dnone&b=cache_mode%3Dwriteback",
-            _cache_answer_sql(test, ctx["key"], "iops_mean", ("none", "writeback")),
+            [],
             notes="writeback vs none over every guest run",
-            stored=True,
+            live_sql=_cache_answer_sql(
+                test, ctx["key"], "iops_mean", ("none", "writeback")
+            ),
         ),
         Endpoint(
             "API hardware list",
             "/api/v1/hardware/",
             [
-                # The answer's count: hardware rows with a listed run.
+                # The answer's count: hardware rows with a listed run (one
+                # probe per hardware row), then the page's rows, each with
+                # its listed runs counted.
                 (
-                    "SELECT count(DISTINCT r.hardware_id) FROM results_run r "
-                    f"WHERE {VISIBLE}",
+                    "SELECT count(*) FROM results_hardware h WHERE EXISTS "
+                    "(SELECT 1 FROM results_run r WHERE r.hardware_id = h.id "
+                    f"AND {VISIBLE})",
                     [],
                 ),
                 (
-                    "SELECT h.*, c.name, d.name, n.runs FROM results_hardware h "
-                    "JOIN (SELECT r.hardware_id, count(*) AS runs FROM results_run r "
-                    f"WHERE {VISIBLE} GROUP BY 1) n ON n.hardware_id = h.id "
+                    "SELECT h.*, c.name, d.name, (SELECT count(*) "
+                    f"FROM results_run r WHERE r.hardware_id = h.id AND {VISIBLE}) "
+                    "FROM results_hardware h "
                     "LEFT JOIN results_cpumodel c ON c.id = h.cpu_model_id "
                     "LEFT JOIN results_diskmodel d ON d.id = h.disk_model_id "
+                    "WHERE EXISTS (SELECT 1 FROM results_run r "
+                    f"WHERE r.hardware_id = h.id AND {VISIBLE}) "
                     "ORDER BY h.id LIMIT 50",
                     [],
                 ),
@@ -614,6 +683,14 @@ def pick_context() -> dict:
         test_id, key = cur.fetchone()
         cur.execute(f"SELECT count(*) FROM results_run r WHERE {VISIBLE}")
         pages = -(-cur.fetchone()[0] // 50)
+        # The listed guests random comparisons are drawn from, each with its
+        # host baseline (None if it has none or the host is not listed).
+        cur.execute(
+            "SELECT r.id, b.id FROM results_run r LEFT JOIN results_run b "
+            "ON b.id = r.baseline_id AND b.visibility = 'public' AND NOT b.hidden "
+            f"WHERE {VISIBLE} AND r.role = 'guest'"
+        )
+        guests = dict(cur.fetchall())
     from benchdb.results.compare import metric_column
     from benchdb.web import answers
 
@@ -649,4 +726,19 @@ def pick_context() -> dict:
         "test_id": test_id,
         "key": key,
         "page": max(1, min(200, pages)),
+        "guests": guests,
     }
+
+
+def random_set(ep: Endpoint, guests: dict, rng) -> list[int]:
+    """A random run set for a random comparison row: ``ep.random_runs``
+    distinct listed guests, or (PAIR) one with a listed host and that host."""
+    if ep.random_runs == PAIR:
+        guest = rng.choice([g for g, host in guests.items() if host])
+        return [guest, guests[guest]]
+    return rng.sample(sorted(guests), min(ep.random_runs, len(guests)))
+
+
+def baselines_of(ids: list[int], guests: dict) -> list:
+    """The hosts of ``ids`` in the same order (None where none is listed)."""
+    return [guests.get(i) for i in ids]

@@ -1,20 +1,22 @@
-"""Ingest throughput end to end: real bundles uploaded to gunicorn, stored by
-a real Celery worker, against a bulk INSERT of the same rows.
+"""Ingest end to end: real bundles uploaded to gunicorn while the workers
+store them, against a bulk INSERT of the same rows.
 
-1. N copies of the seed bundles (new bundle ids) are POSTed to
-   ``/api/v1/submissions/`` on gunicorn (2 workers, 2 client threads): the
+1. The Celery workers ``manage.py serve`` runs are started first (the
+   ingest worker on the default queue, concurrency 2, and the refresh
+   worker on ``refresh``: every queue the app uses is consumed, so the
+   refresh each ingest queues is run, as in production), on the filesystem
+   broker and then on Redis;
+2. gunicorn (the serving model of the rows, ``--serving``) takes N copies
+   of the seed bundles (new bundle ids) POSTed by 4 uploaders at once: the
    API validates each (re-parsing every raw output) and queues it;
-2. gunicorn stops; a worker (``--concurrency 2``, prefork, as
-   docker/entrypoint.sh starts it: no ``-E`` task events) starts on the
-   broker under test and the clock runs from its "ready" line until every
-   submission is ``done``; the CPU time the worker's processes and its
-   PostgreSQL backends used meanwhile is printed per bundle (the figure to
-   read on a shared machine, where the rate depends on the others' load),
-   and the share of that clock the two pool processes spent in tasks (from
-   the worker log): the rest is what the broker costs (or the CPU others
-   took);
-3. the same rows (runs, results, measurements, raw outputs) are copied once
-   more with one ``INSERT ... SELECT`` per table: the database's own floor.
+3. the clock runs from the first POST to the last submission ``done``: the
+   rate a fleet of agents uploading at once sees.  The CPU time gunicorn,
+   the workers and their PostgreSQL backends used meanwhile is printed per
+   bundle (the figure to read on a shared machine, where the rate depends
+   on the others' load);
+4. the same rows (runs, results, measurements, raw outputs) are copied once
+   more with one ``INSERT ... SELECT`` per table: the database's own floor,
+   and the end-to-end rate as a share of it.
 """
 
 from __future__ import annotations
@@ -22,11 +24,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -36,17 +36,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _post_all(port: int, bodies: list[bytes], threads: int = 2) -> float:
+def _post_all(port: int, bodies: list[bytes], threads: int, errors: list) -> None:
+    """POST every body to /api/v1/submissions/ from ``threads`` clients."""
     todo = list(enumerate(bodies))
     lock = threading.Lock()
-    errors: list[str] = []
 
     def worker():
         while True:
             with lock:
                 if not todo:
                     return
-                _i, body = todo.pop()
+                _i, body = todo.pop(0)
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
             conn.request(
                 "POST",
@@ -60,38 +60,52 @@ def _post_all(port: int, bodies: list[bytes], threads: int = 2) -> float:
             if response.status != 202:
                 errors.append(f"{response.status} {text[:300]!r}")
 
-    t0 = time.perf_counter()
     pool = [threading.Thread(target=worker) for _ in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
         t.join()
-    if errors:
-        raise SystemExit(f"bench: upload refused: {errors[0]}")
-    return time.perf_counter() - t0
 
 
-def _worker(env: dict, log: Path) -> subprocess.Popen:
+def worker_argvs() -> list[tuple[str, list[str]]]:
+    """(name, argv) of the Celery workers ``manage.py serve`` runs: one per
+    queue the app uses (the ingest worker on the default queue, the refresh
+    worker on ``refresh``), so nothing the uploads queue is left unconsumed.
+    Refuses a route to a queue none of them consumes."""
+    from django.conf import settings
+
+    from benchdb.ops.management.commands.serve import children
+
+    workers = [
+        (c.name, c.argv)
+        for c in children("127.0.0.1:0", 2)
+        if c.argv[1:3] == ["-m", "celery"] and "worker" in c.argv
+    ]
+    consumed = {
+        q
+        for _name, argv in workers
+        for arg in argv
+        if arg.startswith("--queues=")
+        for q in arg.split("=", 1)[1].split(",")
+    }
+    routed = {"celery"} | {
+        route["queue"] for route in getattr(settings, "CELERY_TASK_ROUTES", {}).values()
+    }
+    if routed - consumed:
+        raise SystemExit(f"bench: no worker consumes the queues {routed - consumed}")
+    return workers
+
+
+def _worker(argv: list[str], env: dict, log: Path) -> subprocess.Popen:
     handle = log.open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "benchdb",
-            "worker",
-            "--concurrency=2",
-            "--loglevel=INFO",
-            f"--hostname=bench-{uuid.uuid4().hex[:8]}@%h",
-        ],
+    return subprocess.Popen(
+        [*argv, f"--hostname=bench-{uuid.uuid4().hex[:8]}@%h"],
         cwd=ROOT,
         env=env,
         stdout=handle,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    return proc
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -114,14 +128,9 @@ def _cpu_s(pid: int) -> float:
 
 def _tree_cpu_s(pid: int) -> float:
     """CPU seconds of a process and its children (the worker's pool)."""
-    pids = [pid]
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                pids.append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return sum(_cpu_s(p) for p in pids)
+    from bench.timing import tree_pids
+
+    return sum(_cpu_s(p) for p in tree_pids(pid))
 
 
 def _backends_cpu_s() -> tuple[float, int]:
@@ -152,16 +161,13 @@ def _done_count(ids: list[str]) -> tuple[int, int]:
         return cur.fetchone()
 
 
-def _task_seconds(log: Path) -> float:
-    """Seconds the worker's processes spent in tasks, from its log's
-    "succeeded in" lines (Celery's own clock around each task)."""
-    return sum(
-        float(m.group(1))
-        for m in re.finditer(r" succeeded in ([0-9.]+)s", log.read_text())
-    )
-
-
-def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
+def one_broker(
+    bundles, count: int, dsn: str, broker: str, serving=None, clients: int = 4
+) -> tuple[str, float]:
+    """Ingest end to end on one broker: the workers ``serve`` runs are
+    started and ready first, then ``clients`` uploaders POST the bundles to
+    gunicorn while the workers store them; the clock runs from the first
+    POST to the last submission ``done``.  (line, bundles/s)."""
     from bench.timing import Server
 
     bodies, ids = [], []
@@ -190,68 +196,71 @@ def one_broker(bundles, count: int, dsn: str, broker: str) -> list[str]:
     os.environ.update(env)
     if broker != "redis":
         os.environ.pop("CELERY_BROKER_URL", None)
-    lines = []
+    procs: list[subprocess.Popen] = []
     try:
         if broker == "redis":
             import redis
 
-            redis.Redis.from_url(env["CELERY_BROKER_URL"]).delete("celery")
-        server = Server(dsn)
-        try:
-            web0 = _tree_cpu_s(server.proc.pid)
-            upload = _post_all(server.port, bodies)
-            web_cpu = _tree_cpu_s(server.proc.pid) - web0
-            web_pg_cpu, web_backends = _backends_cpu_s()
-        finally:
-            server.stop()
-        proc = _worker(env, workdir / "worker.log")
-        try:
-            deadline = time.monotonic() + 120
-            while "ready" not in (workdir / "worker.log").read_text():
+            queues = redis.Redis.from_url(env["CELERY_BROKER_URL"])
+            queues.delete("celery", "refresh")
+        logs = []
+        for name, argv in worker_argvs():
+            log = workdir / f"{name.replace(' ', '-')}.log"
+            logs.append(log)
+            procs.append(_worker(argv, env, log))
+        deadline = time.monotonic() + 120
+        for proc, log in zip(procs, logs, strict=True):
+            while "ready" not in log.read_text():
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(
-                        "bench: worker did not start: "
-                        + (workdir / "worker.log").read_text()[-2000:]
+                        "bench: worker did not start: " + log.read_text()[-2000:]
                     )
                 time.sleep(0.01)
-            cpu0 = _tree_cpu_s(proc.pid)
+        server = Server(dsn, serving=serving)
+        try:
+            web0 = _tree_cpu_s(server.proc.pid)
+            cpu0 = sum(_tree_cpu_s(p.pid) for p in procs)
+            errors: list[str] = []
+            uploads = threading.Thread(
+                target=_post_all, args=(server.port, bodies, clients, errors)
+            )
             t0 = time.perf_counter()
+            uploads.start()
             deadline = time.monotonic() + max(120, count * 5)
             while True:
                 done, failed = _done_count(ids)
                 if done + failed >= count or time.monotonic() > deadline:
                     break
+                if errors and not uploads.is_alive():
+                    raise SystemExit(f"bench: upload refused: {errors[0]}")
                 time.sleep(0.01)
             elapsed = time.perf_counter() - t0
-            worker_cpu = _tree_cpu_s(proc.pid) - cpu0
+            uploads.join()
+            web_cpu = _tree_cpu_s(server.proc.pid) - web0
+            worker_cpu = sum(_tree_cpu_s(p.pid) for p in procs) - cpu0
             pg_cpu, backends = _backends_cpu_s()
         finally:
-            _stop(proc)
-        # What the broker costs, less dependent on the machine's load than the
-        # rate: the share of the clock the two pool processes were not in a
-        # task (waiting for the next message, or for the CPU).
-        busy = _task_seconds(workdir / "worker.log") / (2 * elapsed)
-        idle_ms = max(0.0, 2 * elapsed * (1 - busy)) / max(done, 1) * 1000
-        lines.append(
-            f"ingest via {broker} broker: {count} bundles of {size / 1024:.0f} KiB "
-            f"({len(bundles[0]['tests'])} tests): upload {count / upload:.1f}/s "
-            f"(API validation, 2 gunicorn workers; CPU per bundle: gunicorn "
-            f"{web_cpu / count * 1000:.1f} ms, PostgreSQL ({web_backends} backends) "
-            f"{web_pg_cpu / count * 1000:.1f} ms); worker (concurrency 2) "
-            f"{done / elapsed:.1f} bundles/s, {done} done, {failed} failed; "
-            f"CPU per bundle: worker {worker_cpu / count * 1000:.1f} ms, "
-            f"PostgreSQL ({backends} backends) {pg_cpu / count * 1000:.1f} ms; "
-            f"pool processes in tasks {busy:.0%} of the time (idle "
-            f"{idle_ms:.1f} ms per bundle)"
-        )
+            server.stop()
     finally:
+        for proc in procs:
+            _stop(proc)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
         shutil.rmtree(workdir, ignore_errors=True)
-    return lines
+    rate = done / elapsed
+    line = (
+        f"ingest end to end via {broker} broker: {count} bundles of "
+        f"{size / 1024:.0f} KiB ({len(bundles[0]['tests'])} tests), {clients} "
+        f"uploaders, workers running: {rate:.1f} bundles/s from the first POST "
+        f"to the last done ({done} done, {failed} failed in {elapsed:.1f} s); "
+        f"CPU per bundle: gunicorn {web_cpu / count * 1000:.1f} ms, workers "
+        f"{worker_cpu / count * 1000:.1f} ms, PostgreSQL ({backends} backends) "
+        f"{pg_cpu / count * 1000:.1f} ms"
+    )
+    return line, rate
 
 
 def bulk_insert_floor(count: int) -> str:
@@ -311,10 +320,11 @@ def bulk_insert_floor(count: int) -> str:
                 )
             )
     elapsed = time.perf_counter() - t0
+    rate = len(run_ids) / elapsed
     return (
         f"bulk INSERT ... SELECT of the same rows ({len(run_ids)} runs with "
-        f"results, measurements, raw outputs): {len(run_ids) / elapsed:.0f} "
-        "bundles/s"
+        f"results, measurements, raw outputs): {rate:.0f} bundles/s",
+        rate,
     )
 
 
@@ -341,13 +351,22 @@ def _remove_since(last_run: int, last_submission: int) -> int:
     return removed
 
 
-def run(bundles: list[dict], count: int, dsn: str) -> list[str]:
+def run(bundles: list[dict], count: int, dsn: str, serving=None) -> list[str]:
+    from bench.timing import load
+
     lines = []
+    rates = []
     last_run, last_submission = _last_ids()
     try:
         for broker in ("filesystem", "redis"):
-            lines += one_broker(bundles, count, dsn, broker)
-        lines.append(bulk_insert_floor(count))
+            line, rate = one_broker(bundles, count, dsn, broker, serving)
+            lines.append(f"{line}; {load()}")
+            rates.append(rate)
+        floor_line, floor_rate = bulk_insert_floor(count)
+        lines.append(
+            f"{floor_line}; end to end at {max(rates) / floor_rate:.0%} of it "
+            f"(best broker); {load()}"
+        )
     finally:
         _remove_since(last_run, last_submission)
     return lines

@@ -1,5 +1,6 @@
-"""Timing: a real gunicorn (2 sync workers) against the bench database, the
-hand-written SQL through psycopg, and queries per request in-process."""
+"""Timing: a real gunicorn against the bench database, the queries the app
+sends for a request (captured in-process) and the hand-written SQL, both
+replayed through psycopg as Django sends them (client-side binding)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,10 +25,57 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Server:
-    """gunicorn -w 2 on a free port, with the bench database."""
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min), as ``uptime`` says them:
+    printed beside every figure, since the machine is shared."""
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
 
-    def __init__(self, database_url: str, workers: int = 2, env: dict | None = None):
+
+@dataclass(frozen=True)
+class Serving:
+    """A gunicorn serving model: ``sync:W`` or ``gthread:WxT``."""
+
+    worker_class: str = "sync"
+    workers: int = 2
+    threads: int = 1
+
+    @classmethod
+    def parse(cls, text: str) -> Serving:
+        kind, _, size = text.strip().partition(":")
+        if kind not in ("sync", "gthread") or not size:
+            raise ValueError(
+                f"{text!r}: expected sync:WORKERS or gthread:WORKERSxTHREADS"
+            )
+        workers, _, threads = size.partition("x")
+        if kind == "sync" and threads:
+            raise ValueError(f"{text!r}: a sync worker has one thread")
+        return cls(kind, int(workers), int(threads or 1))
+
+    def __str__(self) -> str:
+        if self.worker_class == "sync":
+            return f"sync:{self.workers}"
+        return f"gthread:{self.workers}x{self.threads}"
+
+    def argv(self) -> list[str]:
+        out = ["--worker-class", self.worker_class, "--workers", str(self.workers)]
+        if self.worker_class == "gthread":
+            out += ["--threads", str(self.threads)]
+        return out
+
+
+class Server:
+    """gunicorn on a free port, with the bench database (``serving``: its
+    worker class, workers and threads; default 2 sync workers)."""
+
+    def __init__(
+        self,
+        database_url: str,
+        workers: int = 2,
+        env: dict | None = None,
+        serving: Serving | None = None,
+    ):
+        self.serving = serving or Serving("sync", workers)
         self.port = free_port()
         # What the server is run with beyond the machine's environment.
         self.env = dict(env or {})
@@ -43,8 +92,7 @@ class Server:
             [
                 str(Path(sys.executable).parent / "gunicorn"),
                 "benchdb.wsgi:application",
-                "--workers",
-                str(workers),
+                *self.serving.argv(),
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--timeout",
@@ -102,6 +150,18 @@ class Server:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+def tree_pids(pid: int) -> list[int]:
+    """A process and its children (gunicorn's workers, a worker's pool)."""
+    pids = [pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                pids.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return pids
+
+
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     if len(values) == 1:
@@ -109,29 +169,42 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
-def sample(fn, rounds: int, budget_s: float) -> list[float]:
-    """Up to ``rounds`` timings of ``fn`` (after one warm-up), stopping early
-    once ``budget_s`` is spent (at least three)."""
-    fn()
-    times: list[float] = []
+def interleaved(fns: list, rounds: int, budget_s: float) -> list[list[float]]:
+    """Timings of each of ``fns`` taken in turn, round after round: round
+    ``i`` calls every function once, in order, before round ``i + 1``, so
+    the service and its SQL see the same machine (its load, the caches) at
+    the same moments.  One untimed round first (a warm-up), unless
+    ``rounds`` is negative (each call then on new inputs: nothing to warm);
+    up to ``abs(rounds)`` rounds, stopping once ``budget_s`` is spent (at
+    least three).  A function returns its seconds."""
+    if rounds > 0:
+        for fn in fns:
+            fn()
+    rounds = abs(rounds)
+    out: list[list[float]] = [[] for _ in fns]
     start = time.monotonic()
-    while len(times) < rounds:
-        times.append(fn())
-        if len(times) >= 3 and time.monotonic() - start > budget_s:
+    while len(out[0]) < rounds:
+        for times, fn in zip(out, fns, strict=True):
+            times.append(fn())
+        if len(out[0]) >= 3 and time.monotonic() - start > budget_s:
             break
-    return times
+    return out
 
 
 def sql_timer(dsn: str):
-    """A timer of hand-written SQL, in a session set as the service's are
-    (its ``options``, e.g. ``jit=off``: benchdb/settings.py)."""
+    """A timer of SQL statements through psycopg, in a session set as the
+    service's are (its ``options``, e.g. ``jit=off``: benchdb/settings.py)
+    and sending them as Django does (client-side binding, ``ClientCursor``):
+    the same text reaches PostgreSQL as from the app."""
     import psycopg
     from django.conf import settings
 
     options = settings.DATABASES["default"].get("OPTIONS", {}).get("options", "")
-    conn = psycopg.connect(dsn, autocommit=True, options=options)
+    conn = psycopg.connect(
+        dsn, autocommit=True, options=options, cursor_factory=psycopg.ClientCursor
+    )
 
-    def run(statements: list[tuple[str, list]]) -> float:
+    def run(statements: list[tuple[str, object]]) -> float:
         t0 = time.perf_counter()
         with conn.cursor() as cur:
             for sql, params in statements:
@@ -143,30 +216,88 @@ def sql_timer(dsn: str):
     return conn, run
 
 
-def count_queries(url: str, env: dict | None = None) -> int:
-    """Queries one request makes, in-process (Django test client), after
-    one request before it, as in a warm server's process; ``env``: the
-    server's settings that change it (``BENCHDB_COMPARISON_MEMO``)."""
+# What is replayed of a request's queries: its reads.  Writes (a session
+# saved, a stored answer's ``requested`` mark), savepoints and SET are left
+# out: replaying them would change the bench database, and they are not
+# the answer's cost.
+READ = ("select", "with", "(select")
+
+
+@dataclass
+class Captured:
+    """The queries one in-process request sent: ``statements`` (SQL with
+    its parameters, as Django passed them to psycopg), all of them counted
+    in ``queries``; ``reads``: those replayed (``READ``)."""
+
+    status: int
+    statements: list
+    queries: int
+
+    @property
+    def reads(self) -> list:
+        return [s for s in self.statements if s[0].lstrip().lower().startswith(READ)]
+
+    def stored_rows(self) -> list[tuple[str, list]]:
+        """The read of every stored answer the request found (``answer_cache
+        .fetch``: a primary-key read of ``results_answersummary``)."""
+        out = []
+        for sql, params in self.statements:
+            if "results_answersummary s ON s.name" in sql and params:
+                out.append(
+                    (
+                        "SELECT answer, version, computed, runs FROM "
+                        "results_answersummary WHERE name = %s AND digest = %s",
+                        list(params),
+                    )
+                )
+        return out
+
+    def mapped(self, ids: dict[int, int]) -> list:
+        """The reads with every integer parameter in ``ids`` replaced (the
+        same request for other runs: a comparison's run and baseline ids)."""
+
+        def swap(value):
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, int):
+                return ids.get(value, value)
+            if isinstance(value, (list, tuple)):
+                return type(value)(swap(v) for v in value)
+            return value
+
+        return [(sql, swap(params)) for sql, params in self.reads]
+
+
+def capture(url: str, memo: bool = True) -> Captured:
+    """The queries one GET of ``url`` sends, in this process (Django's test
+    client, with ``connection.execute_wrapper``) after one GET before it,
+    as in a warm server's process; ``memo=False``: with no comparison kept
+    (``BENCHDB_COMPARISON_MEMO=0``), the queries of a comparison computed."""
     from django.db import connection
     from django.test import Client, override_settings
-    from django.test.utils import CaptureQueriesContext
 
-    overrides = {}
-    if env and "BENCHDB_COMPARISON_MEMO" in env:
-        overrides["BENCHDB_COMPARISON_MEMO"] = int(env["BENCHDB_COMPARISON_MEMO"])
     client = Client()
+    statements: list = []
 
-    def get():
+    def get() -> int:
         response = client.get(url)
         if getattr(response, "streaming", False):
             for _ in response.streaming_content:
                 pass
+        return response.status_code
 
+    def record(execute, sql, params, many, context):
+        if not many:
+            statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    overrides = {} if memo else {"BENCHDB_COMPARISON_MEMO": 0}
     with override_settings(**overrides):
         get()
-        with CaptureQueriesContext(connection) as ctx:
-            get()
-    return len(ctx.captured_queries)
+        statements.clear()
+        with connection.execute_wrapper(record):
+            status = get()
+    return Captured(status, list(statements), len(statements))
 
 
 def export_rss(database_url: str, what: str) -> dict:

@@ -1,4 +1,6 @@
-"""``manage.py embedded status|stop``: the embedded PostgreSQL's lifecycle."""
+"""``manage.py embedded status|stop|settings``: the embedded PostgreSQL's
+lifecycle, and the memory settings it is given on this machine (``settings``
+prints them as docker/.env lines, for the compose PostgreSQL)."""
 
 import os
 import signal
@@ -33,12 +35,19 @@ def _alive(pid: int) -> bool:
 
 
 class Command(BaseCommand):
-    help = "Show or stop the embedded PostgreSQL (used when DATABASE_URL is unset)."
+    help = (
+        "Show or stop the embedded PostgreSQL (used when DATABASE_URL is unset), "
+        "or print the memory settings it gets on this machine as .env lines."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["status", "stop"])
+        parser.add_argument("action", choices=["status", "stop", "settings"])
 
     def handle(self, *args, action: str, **kw):
+        if action == "settings":
+            for name, value in embedded.postgres_settings().items():
+                self.stdout.write(f"PG_{name.upper()}={value}")
+            return
         pgdata = embedded.var_dir() / "pgdata"
         if not (pgdata / "PG_VERSION").exists():
             raise CommandError(f"no embedded database under {pgdata}")
