@@ -59,25 +59,15 @@ from . import (
     runner,
     stats,
     suite,
+    vocab,
     zipapp_build,
 )
 from . import bundle as bundle_mod
 from .contract import MAX_SWEEP_RUNS
 from .hostconfig.model import MODE_FLAGS
 
-CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
-# The tags the host reads for a guest run (all of them, when known).
-HOST_TAGS = (
-    "platform",
-    "virtualization",
-    "cache_mode",
-    "aio_mode",
-    "iothread",
-    "image_format",
-    "storage_backend",
-    "disk_bus",
-    "host_filesystem",
-)
+CACHE_MODES = vocab.CACHE_MODES
+HOST_TAGS = vocab.HOST_TAGS
 GUEST_DIR = "/tmp"
 # The agent's exit code for a partial run (cli.EXIT_PARTIAL).
 EXIT_PARTIAL = 4

@@ -11,6 +11,8 @@ never rename one; add a new value instead.  ``unknown`` means "not declared and
 not detectable", which is different from a value being absent from the run.
 """
 
+from typing import NamedTuple, Optional
+
 ROLE = (
     ("guest", "Guest (virtual machine)"),
     ("host", "Host (native baseline)"),
@@ -164,31 +166,96 @@ TOOL = (
     ("other", "other (outside the standard suite)"),
 )
 
-# Tags a user may pass with ``--tag key=value``: the key, and the vocabulary its
-# value must come from (None for free text, bounded in length by the schema).
-TAG_VOCABULARIES = {
-    "platform": PLATFORM,
-    "virtualization": VIRTUALIZATION,
-    "cache_mode": CACHE_MODE,
-    "aio_mode": AIO_MODE,
-    "image_format": IMAGE_FORMAT,
-    "storage_backend": STORAGE_BACKEND,
-    "disk_bus": DISK_BUS,
-    "disk_type": DISK_TYPE,
-    "raid_level": RAID_LEVEL,
-    "iothread": (("yes", "yes"), ("no", "no"), ("unknown", "unknown")),
-    "hypervisor_version": None,
-    "host_filesystem": None,
-    "guest_filesystem": None,
-    "disk_model": None,
-    "raid_controller": None,
-    "controller_cache": None,
-    "controller_battery": (("yes", "yes"), ("no", "no"), ("unknown", "unknown")),
-    "disk_count": None,
+YES_NO = (("yes", "yes"), ("no", "no"), ("unknown", "unknown"))
+
+
+class Setting(NamedTuple):
+    """One thing that describes a run, declared once.
+
+    ``name`` is the ``--tag`` key and the column; ``label`` the short words
+    menus, filter chips and the compare table show; ``vocabulary`` its closed
+    set (None: free text; ``YES_NO``: a yes/no/unknown column).  ``column``
+    says where a run keeps it as a column lists show: ``run``, ``hardware``
+    (a lookup table's name for ``disk_model`` and ``cpu_model``) or ``""``
+    (kept in the run's tags, or folded into another column by ingest).
+    ``tag``: a user may declare it.  ``host``: the host reads it for a guest
+    run (``vm``, ``host-config``).  ``layout``: a closed setting of the
+    virtual disk's layout, the same within a cache-mode group (except the
+    cache mode itself) and offered to narrow similar systems by.
+    ``environment``: False for where the figures came from (``source``).
+    """
+
+    name: str
+    label: str
+    vocabulary: Optional[tuple] = None
+    column: str = "run"
+    tag: bool = True
+    host: bool = False
+    layout: bool = False
+    environment: bool = True
+
+
+# Every setting, in reading order (the compare table's, the API's fields',
+# the exports' columns', the browse menu's).  Every other list of facets, tags
+# or labels, here and in the server, is a selection of this one: add a
+# setting here and it reaches the tags, filters, menus, exports and API.
+SETTINGS = (
+    Setting("role", "Role", ROLE, tag=False),
+    Setting("platform", "Platform", PLATFORM, host=True, layout=True),
+    Setting("virtualization", "Virtualization", VIRTUALIZATION, host=True),
+    Setting("hypervisor_version", "Hypervisor version"),
+    Setting("os_name", "OS", tag=False),
+    Setting("kernel", "Kernel", tag=False),
+    Setting("cache_mode", "Cache mode", CACHE_MODE, host=True, layout=True),
+    Setting("aio_mode", "AIO", AIO_MODE, host=True, layout=True),
+    Setting("iothread", "I/O thread", YES_NO, host=True),
+    Setting("image_format", "Image format", IMAGE_FORMAT, host=True, layout=True),
+    Setting("storage_backend", "Storage", STORAGE_BACKEND, host=True, layout=True),
+    Setting("disk_bus", "Bus", DISK_BUS, host=True, layout=True),
+    Setting("guest_filesystem", "Guest filesystem"),
+    Setting("host_filesystem", "Host filesystem", host=True),
+    Setting("disk_model", "Disk", column="hardware"),
+    Setting("disk_type", "Disk type", DISK_TYPE, column="hardware"),
+    Setting("raid_level", "RAID", RAID_LEVEL, column="hardware"),
+    Setting("cpu_model", "CPU", column="hardware", tag=False),
+    Setting("raid_controller", "RAID controller", column=""),
+    Setting("controller_cache", "Controller cache", column=""),
+    Setting("controller_battery", "Controller battery", YES_NO, column=""),
+    Setting("disk_count", "Disks", column=""),
     # A Windows guest's virtio-win storage driver (viostor or vioscsi)
     # DriverVersion: results swing by 2x between versions (virtio-win#42).
-    "virtio_win_version": None,
-    "note": None,
+    Setting("virtio_win_version", "virtio-win version", column=""),
+    Setting("note", "Note", column=""),
+    Setting("source", "Source", SOURCE, tag=False, environment=False),
+)
+LABELS = {s.name: s.label for s in SETTINGS}
+
+# Tags a user may pass with ``--tag key=value``: the key, and the vocabulary its
+# value must come from (None for free text, bounded in length by the schema).
+TAG_VOCABULARIES = {s.name: s.vocabulary for s in SETTINGS if s.tag}
+# The tags the host reads for a guest run (all of them, when known).
+HOST_TAGS = tuple(s.name for s in SETTINGS if s.host)
+# The virtual disk's layout (see ``Setting.layout``).
+LAYOUT = tuple(s.name for s in SETTINGS if s.layout)
+
+
+def facets(column: str) -> dict:
+    """The closed settings kept in ``column`` ("run" or "hardware") as a
+    choice: name -> vocabulary, in reading order (the browse menu's facets)."""
+    return {
+        s.name: s.vocabulary
+        for s in SETTINGS
+        if s.column == column and s.vocabulary not in (None, YES_NO)
+    }
+
+
+# Every closed set by name (the API's /vocabularies/, the server's choices).
+VOCABULARIES = {
+    **facets("run"),
+    **facets("hardware"),
+    "visibility": VISIBILITY,
+    "direction": DIRECTION,
+    "tool": TOOL,
 }
 
 # Power-loss safety of each QEMU cache mode (qemu-options.hx: cache.direct,
@@ -218,3 +285,8 @@ CACHE_MODE_SAFETY = {
 def values(vocabulary) -> tuple:
     """The stored values of a vocabulary, in order."""
     return tuple(value for value, _label in vocabulary)
+
+
+# The cache modes QEMU runs (a sweep's modes, a cache-mode report's columns),
+# in the order of ``CACHE_MODE``.
+CACHE_MODES = tuple(v for v in values(CACHE_MODE) if v not in ("default", "unknown"))

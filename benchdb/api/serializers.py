@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from benchdb.api.permissions import owner_key
 from benchdb.api.validation import DIGITS, check_tags
-from benchdb.results import reads
+from benchdb.results import reads, vocab
 from benchdb.results.compare import GROUP_BY, METRIC_COLUMNS, SIMILAR_MATCH
 from benchdb.results.models import (
     METRIC_FIELDS,
@@ -236,20 +236,7 @@ RUN_LIST_FIELDS = [
     "url",
     "web_url",
     "title",
-    "role",
-    "platform",
-    "virtualization",
-    "hypervisor_version",
-    "os_name",
-    "kernel",
-    "cache_mode",
-    "aio_mode",
-    "iothread",
-    "image_format",
-    "storage_backend",
-    "disk_bus",
-    "guest_filesystem",
-    "host_filesystem",
+    *vocab.RUN_ENVIRONMENT,
     "hardware",
     "suite_id",
     "suite_version",

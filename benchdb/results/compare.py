@@ -33,7 +33,7 @@ from django.db.models import (
 )
 from django.db.models.aggregates import Aggregate
 
-from benchdb.results import answer_cache, memo, stats
+from benchdb.results import answer_cache, memo, stats, vocab
 from benchdb.results.models import (
     METRIC_FIELDS,
     Measurement,
@@ -85,27 +85,12 @@ METRIC_COLUMNS = {
 
 # Facets an aggregate may be grouped by: name -> ORM path from Result.
 GROUP_BY = {
-    "role": "run__role",
-    "platform": "run__platform",
-    "virtualization": "run__virtualization",
-    "cache_mode": "run__cache_mode",
-    "aio_mode": "run__aio_mode",
-    "iothread": "run__iothread",
-    "image_format": "run__image_format",
-    "storage_backend": "run__storage_backend",
-    "disk_bus": "run__disk_bus",
-    "source": "run__source",
-    "guest_filesystem": "run__guest_filesystem",
-    "host_filesystem": "run__host_filesystem",
-    "disk_type": "run__hardware__disk_type",
-    "raid_level": "run__hardware__raid_level",
-    "disk_model": "run__hardware__disk_model__name",
-    "cpu_model": "run__hardware__cpu_model__name",
+    **{name: f"run__{path}" for name, path in vocab.COLUMN_PATHS.items()},
     "suite_version": "run__suite_version",
 }
 
 # Facets a similar-systems population may additionally be narrowed to.
-SIMILAR_MATCH = ("cache_mode", "storage_backend", "platform", "disk_bus", "aio_mode")
+SIMILAR_MATCH = vocab.LAYOUT
 
 
 def comparable_runs():

@@ -39,7 +39,7 @@ from django.db.models import Case, F, Q, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from django.http import StreamingHttpResponse
 
-from benchdb.results.vocab import Visibility
+from benchdb.results.vocab import COLUMN_PATHS, Visibility
 
 # One row per run and test: name -> ORM path from Result.
 EXPORT_FIELDS = {
@@ -47,21 +47,10 @@ EXPORT_FIELDS = {
     "run_uuid": "run__uuid",
     "created": "run__created",
     "ran_at": "run__ran_at",
-    "role": "run__role",
-    "platform": "run__platform",
-    "virtualization": "run__virtualization",
-    "cache_mode": "run__cache_mode",
-    "aio_mode": "run__aio_mode",
-    "iothread": "run__iothread",
-    "image_format": "run__image_format",
-    "storage_backend": "run__storage_backend",
-    "disk_bus": "run__disk_bus",
-    "disk_type": "run__hardware__disk_type",
-    "disk_model": "run__hardware__disk_model__name",
-    "cpu_model": "run__hardware__cpu_model__name",
+    # Every setting a run keeps as a column, in the vocabulary's order.
+    **{name: f"run__{path}" for name, path in COLUMN_PATHS.items()},
     "suite_id": "run__suite_id",
     "suite_version": "run__suite_version",
-    "source": "run__source",
     "suspect": "run__suspect",
     # A baseline's id only where the baseline is listed itself.
     "baseline_id": "listed_baseline_id",

@@ -20,17 +20,12 @@ from django_filters.filters import FilterMethod
 
 from benchdb.results.models import Result, Run, readable_q
 from benchdb.results.vocab import (
-    AioMode,
-    CacheMode,
-    DiskBus,
-    DiskType,
-    ImageFormat,
+    FACET_PATHS,
+    FACETS,
+    HARDWARE_FACETS,
+    LABELS,
     Platform,
-    RaidLevel,
     Role,
-    Source,
-    StorageBackend,
-    Virtualization,
     Visibility,
 )
 
@@ -188,11 +183,22 @@ def _multi(choices, field_name: str | None = None, label: str = ""):
     )
 
 
-class RunFilterSet(filters.FilterSet):
+# One filter per facet of the vocabulary (several values each), so a facet
+# added there is a filter of the API and the browse page at once.
+FacetFilters = type(
+    "FacetFilters",
+    (filters.FilterSet,),
+    {
+        name: _multi(choices, FACET_PATHS[name], LABELS[name])
+        for name, choices in {**FACETS, **HARDWARE_FACETS}.items()
+    },
+)
+
+
+class RunFilterSet(FacetFilters):
     """Filters on every environment and hardware field of a run."""
 
     q = filters.CharFilter(method="search", label="Free-text search")
-    role = _multi(Role)
     # A host baseline runs no hypervisor of its own: it is listed under the
     # platform of the listed guests measured against it, so filtering by
     # Proxmox keeps the Proxmox guests' baselines.  Only listed guests count:
@@ -200,17 +206,8 @@ class RunFilterSet(filters.FilterSet):
     platform = filters.MultipleChoiceFilter(
         choices=Platform.choices, method="platform_or_guests_platform"
     )
-    virtualization = _multi(Virtualization)
-    cache_mode = _multi(CacheMode)
-    aio_mode = _multi(AioMode)
-    iothread = filters.BooleanFilter(label="IO thread")
-    image_format = _multi(ImageFormat)
-    storage_backend = _multi(StorageBackend)
-    disk_bus = _multi(DiskBus)
-    source = _multi(Source)
+    iothread = filters.BooleanFilter(label=LABELS["iothread"])
     visibility = _multi(Visibility)
-    disk_type = _multi(DiskType, "hardware__disk_type", "Disk type")
-    raid_level = _multi(RaidLevel, "hardware__raid_level", "RAID level")
     disk_model = filters.CharFilter(
         field_name="hardware__disk_model__name",
         lookup_expr="icontains",

@@ -38,24 +38,18 @@ from benchdb.results.models import (
     Result,
     Run,
 )
-from benchdb.results.vocab import DiskType, Role, Source, Visibility
+from benchdb.results.vocab import SETTINGS, DiskType, Role, Source, Visibility
 from benchdb_agent import contract, parsers
 from benchdb_agent import detect as agent_detect
 from benchdb_agent import suite as agent_suite
+from benchdb_agent import vocab as agent_vocab
 from benchdb_agent.contract import parse_direction
 
 # Tags copied onto Run columns as they are (already vocabulary-checked).
-RUN_TAG_COLUMNS = (
-    "platform",
-    "virtualization",
-    "cache_mode",
-    "aio_mode",
-    "image_format",
-    "storage_backend",
-    "disk_bus",
-    "hypervisor_version",
-    "guest_filesystem",
-    "host_filesystem",
+RUN_TAG_COLUMNS = tuple(
+    s.name
+    for s in SETTINGS
+    if s.tag and s.column == "run" and s.vocabulary is not agent_vocab.YES_NO
 )
 
 # What each disk class can plausibly do, per device (rough upper bounds well

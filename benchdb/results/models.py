@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from benchdb.results.vocab import (
+    FACETS,
     AioMode,
     CacheMode,
     Direction,
@@ -240,11 +241,7 @@ class RunQuerySet(models.QuerySet):
 
 # The facet columns of a run that the indexes of listed runs carry, so that
 # counts and facet counts read the index alone (``Run.Meta.indexes``).
-LISTED_FACET_COLUMNS = (
-    *("role", "platform", "virtualization", "cache_mode", "aio_mode"),
-    *("image_format", "storage_backend", "disk_bus", "source", "suspect"),
-    *("hardware", "baseline"),
-)
+LISTED_FACET_COLUMNS = (*FACETS, "suspect", "hardware", "baseline")
 _CACHE_IDX_KEY = ("cache_mode", "hardware")
 _CACHE_IDX_INCLUDE = tuple(c for c in LISTED_FACET_COLUMNS if c not in _CACHE_IDX_KEY)
 

@@ -57,7 +57,7 @@ from benchdb.results.models import (
     Submission,
     readable_q,
 )
-from benchdb.results.vocab import FACETS, HARDWARE_FACETS, Role, Visibility
+from benchdb.results.vocab import FACETS, HARDWARE_FACETS, LABELS, Role, Visibility
 from benchdb_agent import vocab as agent_vocab
 from benchdb_agent.contract import text_problem
 
@@ -557,7 +557,7 @@ def _facet_menu(params, counts: dict[str, dict]) -> list[dict]:
         out.append(
             {
                 "name": name,
-                "label": name.replace("_", " "),
+                "label": LABELS[name],
                 "options": [
                     {
                         "value": value,
@@ -696,26 +696,10 @@ def similar(run: Run, test_id: str, metric: str, match) -> dict:
 def vocabularies() -> dict:
     """What clients build filter menus and tag pickers from (the API's
     /vocabularies/): every closed set, the tag rules, metrics and units."""
-    names = {
-        "role": agent_vocab.ROLE,
-        "platform": agent_vocab.PLATFORM,
-        "virtualization": agent_vocab.VIRTUALIZATION,
-        "cache_mode": agent_vocab.CACHE_MODE,
-        "aio_mode": agent_vocab.AIO_MODE,
-        "image_format": agent_vocab.IMAGE_FORMAT,
-        "storage_backend": agent_vocab.STORAGE_BACKEND,
-        "disk_bus": agent_vocab.DISK_BUS,
-        "disk_type": agent_vocab.DISK_TYPE,
-        "raid_level": agent_vocab.RAID_LEVEL,
-        "source": agent_vocab.SOURCE,
-        "visibility": agent_vocab.VISIBILITY,
-        "direction": agent_vocab.DIRECTION,
-        "tool": agent_vocab.TOOL,
-    }
     return {
         "vocabularies": {
             name: [{"value": v, "label": label} for v, label in vocabulary]
-            for name, vocabulary in names.items()
+            for name, vocabulary in agent_vocab.VOCABULARIES.items()
         },
         "tags": {
             key: None if allowed is None else list(agent_vocab.values(allowed))
@@ -906,7 +890,7 @@ def saved_comparison(saved: Comparison, user=None, owner_key: str = "") -> Saved
 
 # Reports ---------------------------------------------------------------------
 
-CACHE_ORDER = ["none", "writethrough", "writeback", "directsync", "unsafe"]
+CACHE_ORDER = list(agent_vocab.CACHE_MODES)
 FALLBACK_METRICS = ("iops", "bw_bytes", "lat_mean_ns", "runtime_s")
 
 

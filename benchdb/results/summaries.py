@@ -20,22 +20,7 @@ from django.db.models import Count, F, QuerySet
 
 from benchdb.results import stats
 from benchdb.results.models import Run
-from benchdb.results.vocab import Visibility
-
-# Browse facets: name -> ORM path from Run.
-FACET_PATHS = {
-    "role": "role",
-    "platform": "platform",
-    "virtualization": "virtualization",
-    "cache_mode": "cache_mode",
-    "aio_mode": "aio_mode",
-    "image_format": "image_format",
-    "storage_backend": "storage_backend",
-    "disk_bus": "disk_bus",
-    "source": "source",
-    "disk_type": "hardware__disk_type",
-    "raid_level": "hardware__raid_level",
-}
+from benchdb.results.vocab import CACHE_MODES, FACET_PATHS, LAYOUT, Visibility
 
 
 def _grouped_counts(qs: QuerySet, names: Iterable[str]) -> dict[str, dict]:
@@ -301,14 +286,11 @@ def overhead_pairs(guest_page: Iterable[Run]) -> list[dict]:
 
 # Cache-mode groups ---------------------------------------------------------
 
-CACHE_ORDER = ["none", "writethrough", "writeback", "directsync", "unsafe"]
+CACHE_ORDER = list(CACHE_MODES)
+# Runs that differ only in cache mode: same hardware, disk layout and suite.
 GROUP_KEY = (
     "hardware_id",
-    "platform",
-    "storage_backend",
-    "image_format",
-    "disk_bus",
-    "aio_mode",
+    *(name for name in LAYOUT if name != "cache_mode"),
     "suite_id",
     "suite_version",
 )

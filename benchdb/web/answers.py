@@ -15,13 +15,13 @@ from django.db.models import Count, Min
 from benchdb.results import across, compare, hostcost, population, stats
 from benchdb.results.answer_cache import cached as _cached
 from benchdb.results.models import Result
-from benchdb.results.vocab import FACETS, HARDWARE_FACETS
+from benchdb.results.vocab import FACETS, HARDWARE_FACETS, LABELS
 from benchdb.web.templatetags.benchdb_format import metric_words
 from benchdb_agent import vocab as agent_vocab
 
 # The setup a reader describes, in form order.
 SETUP_FIELDS = ("platform", "disk_type", "storage_backend", "disk_bus")
-CACHE_MODES = ("none", "writethrough", "writeback", "directsync", "unsafe")
+CACHE_MODES = agent_vocab.CACHE_MODES
 # Workloads offered first when they have data (the suite's headline tests).
 PREFERRED = (
     "fio-rand-read-4k-q32t1",
@@ -43,7 +43,7 @@ def setup_choices() -> list[dict]:
         out.append(
             {
                 "name": name,
-                "label": name.replace("_", " ").capitalize().replace("Disk bus", "Bus"),
+                "label": LABELS[name],
                 "choices": [(v, label) for v, label in choices if v != "unknown"],
             }
         )

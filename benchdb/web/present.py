@@ -21,7 +21,7 @@ from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 from django.utils.timezone import template_localtime
 
-from benchdb.results import compare
+from benchdb.results import compare, vocab
 from benchdb.web.templatetags.benchdb_format import (
     human,
     metric_axis,
@@ -34,23 +34,7 @@ from benchdb_agent import suite as agent_suite
 
 # What describes a run's environment, in reading order: (label, getter).
 ATTRIBUTES = [
-    ("Role", lambda r: r.get_role_display()),
-    ("Platform", lambda r: r.get_platform_display()),
-    ("Hypervisor version", lambda r: r.hypervisor_version),
-    ("Cache mode", lambda r: r.get_cache_mode_display()),
-    ("AIO", lambda r: r.get_aio_mode_display()),
-    ("I/O thread", lambda r: {True: "yes", False: "no"}.get(r.iothread, "")),
-    ("Image format", lambda r: r.get_image_format_display()),
-    ("Storage", lambda r: r.get_storage_backend_display()),
-    ("Bus", lambda r: r.get_disk_bus_display()),
-    ("Guest filesystem", lambda r: r.guest_filesystem),
-    ("Host filesystem", lambda r: r.host_filesystem),
-    ("Disk", lambda r: str(r.hardware.disk_model or "") if r.hardware else ""),
-    ("Disk type", lambda r: r.hardware.get_disk_type_display() if r.hardware else ""),
-    ("RAID", lambda r: r.hardware.get_raid_level_display() if r.hardware else ""),
-    ("CPU", lambda r: str(r.hardware.cpu_model or "") if r.hardware else ""),
-    ("OS", lambda r: r.os_name),
-    ("Kernel", lambda r: r.kernel),
+    *vocab.DESCRIPTION,
     ("Suite", lambda r: f"{r.suite_id} {r.suite_version} {r.profile}".strip()),
     ("Agent", lambda r: r.agent_version),
     ("Source", lambda r: r.get_source_display()),
@@ -86,24 +70,7 @@ LABEL_PRIORITY = {
         ]
     )
 }
-COLUMN_TAGS = {
-    "role",
-    "platform",
-    "virtualization",
-    "cache_mode",
-    "aio_mode",
-    "iothread",
-    "image_format",
-    "storage_backend",
-    "disk_bus",
-    "disk_type",
-    "disk_count",
-    "raid_level",
-    "controller_cache",
-    "controller_battery",
-    "guest_filesystem",
-    "host_filesystem",
-}
+COLUMN_TAGS = vocab.COLUMN_TAGS
 
 
 def differences(runs: list) -> dict:
@@ -798,19 +765,7 @@ def overhead_cell(overhead: dict | None) -> str:
 NOT_ENOUGH_SHORT = "fewer than 3 repeats: no interval"
 
 
-FACET_WORDS = {
-    "role": "Role",
-    "platform": "Platform",
-    "virtualization": "Virtualization",
-    "cache_mode": "Cache mode",
-    "aio_mode": "AIO",
-    "image_format": "Image format",
-    "storage_backend": "Storage",
-    "disk_bus": "Bus",
-    "source": "Source",
-    "disk_type": "Disk type",
-    "raid_level": "RAID",
-}
+FACET_WORDS = vocab.LABELS
 
 
 def chips(params, facets: list[dict]) -> list[dict]:

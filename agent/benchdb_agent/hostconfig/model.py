@@ -16,15 +16,11 @@ FROM_QMP = "reported by QEMU (QMP)"
 # Disk kinds.  Only "disk" is a benchmark target.
 KINDS = ("disk", "cdrom", "efivars", "pflash", "tpmstate", "cloudinit", "floppy")
 
-TAG_FIELDS = (
-    ("platform", "platform"),
-    ("virtualization", "virtualization"),
-    ("cache_mode", "cache_mode"),
-    ("aio_mode", "aio"),
-    ("iothread", "iothread"),
-    ("image_format", "image_format"),
-    ("storage_backend", "storage_backend"),
-    ("disk_bus", "bus"),
+# A disk's tags: (tag, Disk field), the closed ones the host reads.
+TAG_FIELDS = tuple(
+    (tag, {"aio_mode": "aio", "disk_bus": "bus"}.get(tag, tag))
+    for tag in vocab.HOST_TAGS
+    if vocab.TAG_VOCABULARIES[tag] is not None
 )
 
 # QEMU cache modes as (cache.writeback, cache.direct, cache.no-flush)

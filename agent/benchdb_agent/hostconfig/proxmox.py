@@ -31,6 +31,7 @@ import re
 import subprocess
 from typing import Dict, List, Optional, Tuple
 
+from .. import vocab
 from . import scsi
 from .model import SET, Disk
 from .qemu import set_scsi_block
@@ -63,7 +64,7 @@ SCSIHW = {
     "megasas": ("scsi", "MegaRAID SAS"),
     "pvscsi": ("vmware-pvscsi", "VMware PVSCSI"),
 }
-CACHE_MODES = ("none", "writethrough", "writeback", "unsafe", "directsync")
+CACHE_MODES = vocab.CACHE_MODES
 
 
 def parse_config(text: str) -> Dict[str, str]:
