@@ -125,9 +125,9 @@ else:
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ValueError("DATABASE_URL must point at PostgreSQL: benchdb uses no other")
 # PostgreSQL's JIT compiles a query whose estimated cost passes
-# ``jit_above_cost``: the browse page's facet counts filtered by platform
-# spent 28 of their 80 ms compiling at a million results, and no answer of
-# the service or the worker's refresh was faster with it (docs/deploy.md).
+# ``jit_above_cost``: at a million results the browse page's facet counts
+# spent a third of their time compiling, and no answer of the service or the
+# worker's refresh was faster with it (docs/deploy.md).
 # Off for benchdb's sessions; options in DATABASE_URL come after, so
 # ``?options=-c%20jit%3Don`` turns it back on.
 _OPTIONS = DATABASES["default"].setdefault("OPTIONS", {})

@@ -13,6 +13,6 @@ application = get_wsgi_application()
 # made each gunicorn worker's first answer about 3 s slower than the rest.
 URL_PATTERNS = get_resolver().url_patterns
 # Then keep the ~140,000 objects of start-up out of the garbage collector's
-# full passes: one such pass cost 50 ms in the middle of some request (the
-# 10-run comparison's p95 133 -> 88 ms in-process, p50 unchanged).
+# full passes, which otherwise land in the middle of some request and set
+# the slowest answers' times (bench/README.md).
 gc.freeze()

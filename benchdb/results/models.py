@@ -390,7 +390,7 @@ class Run(models.Model):
             # (the cache-mode report, ?cache_mode=): a count of one cache
             # mode's runs, on its own or with the hardware's disk type or
             # another facet, reads only that mode's entries instead of
-            # every listed run's (6.7 -> 1 ms at a million results).
+            # every listed run's.
             models.Index(
                 fields=list(_CACHE_IDX_KEY),
                 include=list(_CACHE_IDX_INCLUDE),
@@ -402,7 +402,7 @@ class Run(models.Model):
             # facet, ``summaries.add_hosts_by_guest_platform``).  PostgreSQL
             # cannot know that hosts have no guest cache mode, so without it
             # ``role = 'host' AND cache_mode IN (...)`` read every listed
-            # run's entry to find none (15 -> 1.5 ms at a million results).
+            # run's entry to find none.
             models.Index(
                 fields=list(_CACHE_IDX_KEY),
                 include=list(_CACHE_IDX_INCLUDE),
