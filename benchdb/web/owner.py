@@ -18,7 +18,6 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
 
 from benchdb.api.serializers import RunUpdateSerializer
 from benchdb.results import owning, reads
@@ -209,10 +208,12 @@ def run_edit(request, pk: int):
     return redirect(_back(request, run))
 
 
-@require_POST
 def run_visibility(request, pk: int):
-    """Change only the visibility (My runs' and the run page's control)."""
+    """Change only the visibility (My runs' and the run page's control); its
+    address opened (GET) shows the edit page rather than a blank 405."""
     run = owned_run(request, pk)
+    if request.method != "POST":
+        return redirect("run-edit", pk=run.pk)
     changes, problems = _check(run, {"visibility": request.POST.get("visibility")})
     if problems:
         return render(
@@ -243,10 +244,12 @@ def run_delete(request, pk: int):
 
 
 @login_required
-@require_POST
 def run_claim(request):
     """Claim an anonymous run into the account: by the owner key this browser
-    holds for it, or by the run's number and the key the agent printed."""
+    holds for it, or by the run's number and the key the agent printed (a
+    GET: My runs, where the form is)."""
+    if request.method != "POST":
+        return redirect("my-runs")
     raw = (request.POST.get("run") or "").strip().rstrip("/").rsplit("/", 1)[-1]
     if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
         messages.error(request, "Give the run's number (e.g. 42) or its address.")
@@ -321,9 +324,10 @@ def _token_create(request):
 
 
 @login_required
-@require_POST
 def token_revoke(request, pk: int):
     token = get_object_or_404(ApiToken, pk=pk, user=request.user)
+    if request.method != "POST":
+        return redirect("tokens")  # the page with the Revoke buttons
     token.revoke()
     messages.success(request, f"Token {token.name} revoked.")
     return redirect(_back(request, default="tokens"))

@@ -242,3 +242,19 @@ def test_the_tokens_page_shows_a_new_token_in_the_commands(client):
         response = client.post("/tokens/", {"name": name}, follow=True)
         assert response.status_code == 200 and message in response.content.decode()
     assert ApiToken.objects.count() == 1
+
+
+def test_the_post_only_addresses_opened_lead_to_their_forms(client, ana):
+    """No blank 405 page: each action's address, opened, shows its form."""
+    run = new_run(ana)
+    token, _secret = ApiToken.issue(ana, "pve")
+    for url, form in (
+        (f"/runs/{run.pk}/visibility/", f"/runs/{run.pk}/edit/"),
+        ("/runs/claim/", "/runs/mine/"),
+        (f"/tokens/{token.pk}/revoke/", "/tokens/"),
+    ):
+        response = client.get(url)
+        assert response.status_code == 302 and response.url == form, url
+        assert client.get(form).status_code == 200
+    token.refresh_from_db()
+    assert token.revoked is None
