@@ -19,7 +19,7 @@ from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.parsers import BaseParser
 
 from benchdb.api.exceptions import PayloadTooLarge
-from benchdb.api.validation import DIGITS
+from benchdb.api.validation import DIGITS, paused_gc
 
 
 def _reject_constant(name: str):
@@ -36,10 +36,12 @@ def _unique_keys(pairs: list) -> dict:
 
 
 def loads_strict(text: str):
-    """``json.loads`` that refuses NaN, Infinity, -Infinity and duplicate keys."""
-    return json.loads(
-        text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
-    )
+    """``json.loads`` that refuses NaN, Infinity, -Infinity and duplicate keys
+    (the collector paused: a bundle is thousands of new objects)."""
+    with paused_gc():
+        return json.loads(
+            text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys
+        )
 
 
 def _inflate(body: bytes, wbits: int, limit: int, coding: str) -> bytes:

@@ -91,10 +91,29 @@ def num(value: Decimal):
     return float(value)
 
 
+# Whole floats below this print every digit in their shortest repr
+# ("123.0"), so int(value) is the number as printed; larger ones print in
+# exponent form ("1e+23"), whose decimal value may differ from the float's.
+_EXACT_WHOLE_FLOAT = float(2**53)
+
+
 def from_json_number(value, scale=1, source: str = "<input>", what: str = "value"):
     """Scale a number read from JSON exactly (via its shortest repr)."""
     if value is None:
         return None
+    kind = type(value)
+    if scale == 1 and (kind is int or kind is float) and value >= 0:
+        # Unscaled (most of fio's and ioping's figures): what the Decimal
+        # path below gives, without it.  An int is itself; a finite float's
+        # shortest repr reads back as the same float, or as an int when it
+        # is whole.  Infinity and large whole floats take the path below.
+        if kind is int:
+            return value
+        if value.is_integer():
+            if value < _EXACT_WHOLE_FLOAT:
+                return int(value)
+        elif value != math.inf:
+            return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParseError(source, f"{what}: expected a number, found {value!r}")
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):

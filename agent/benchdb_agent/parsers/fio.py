@@ -60,14 +60,22 @@ def _options(global_opts: dict, job_opts: dict) -> dict:
     return out
 
 
-def _percentile(block: dict, key: str, scale: int, source: str, what: str):
-    pct = (block or {}).get("percentile") or {}
-    for k, v in pct.items():
+def _percentiles(block) -> dict:
+    """A latency block's percentiles by their float key ("99.900000" ->
+    99.9), the first of equal keys kept; keys that are not numbers left
+    out.  Read once per block, for the three percentiles taken from it."""
+    out: dict = {}
+    for k, v in ((block or {}).get("percentile") or {}).items():
         try:
-            if float(k) == float(key):
-                return from_json_number(v, scale, source, what)
+            out.setdefault(float(k), v)
         except ValueError:
             continue
+    return out
+
+
+def _percentile(pct: dict, key: str, scale: int, source: str, what: str):
+    if float(key) in pct:
+        return from_json_number(pct[float(key)], scale, source, what)
     return None
 
 
@@ -118,6 +126,7 @@ def parse_json(text: str, source: str) -> dict:
                 bw = from_json_number(d.get("bw"), 1024, source, f"{where}.bw")
                 io_bytes = from_json_number(io_raw, 1024, source, f"{where}.io_bytes")
             runtime_ms = d.get("runtime")
+            pct = _percentiles(clat)
             rec = record(
                 "fio",
                 direction,
@@ -130,9 +139,9 @@ def parse_json(text: str, source: str) -> dict:
                 ),
                 lat_mean_ns=_lat(lat, "mean", lat_scale, source, f"{where}.lat"),
                 clat_mean_ns=_lat(clat, "mean", lat_scale, source, f"{where}.clat"),
-                clat_p50_ns=_percentile(clat, "50", lat_scale, source, where),
-                clat_p99_ns=_percentile(clat, "99", lat_scale, source, where),
-                clat_p99_9_ns=_percentile(clat, "99.9", lat_scale, source, where),
+                clat_p50_ns=_percentile(pct, "50", lat_scale, source, where),
+                clat_p99_ns=_percentile(pct, "99", lat_scale, source, where),
+                clat_p99_9_ns=_percentile(pct, "99.9", lat_scale, source, where),
                 lat_min_ns=_lat(lat, "min", lat_scale, source, f"{where}.lat"),
                 lat_max_ns=_lat(lat, "max", lat_scale, source, f"{where}.lat"),
                 lat_stdev_ns=_lat(lat, "stddev", lat_scale, source, f"{where}.lat"),
