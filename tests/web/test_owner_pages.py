@@ -258,3 +258,14 @@ def test_the_post_only_addresses_opened_lead_to_their_forms(client, ana):
         assert client.get(form).status_code == 200
     token.refresh_from_db()
     assert token.revoked is None
+
+
+def test_my_runs_reads_a_bounded_number_of_queries(
+    client, ana, django_assert_max_num_queries
+):
+    for i in range(6):
+        new_run(ana, visibility=("public", "unlisted", "private")[i % 3])
+    client.get("/runs/mine/")  # the session's and user's first reads
+    with django_assert_max_num_queries(6):
+        page = client.get("/runs/mine/").content.decode()
+    assert page.count('class="my-run"') == 6
