@@ -269,3 +269,14 @@ def test_my_runs_reads_a_bounded_number_of_queries(
     with django_assert_max_num_queries(6):
         page = client.get("/runs/mine/").content.decode()
     assert page.count('class="my-run"') == 6
+
+
+def test_a_token_created_on_submit_is_filled_into_its_commands(client, ana):
+    response = client.post("/tokens/", {"name": "pve-node-3", "next": "submit"})
+    assert response.status_code == 302 and response.url == "/submit/"
+    page = client.get("/submit/").content.decode()
+    secret = re.search(r'id="new-token">[^<]*<code>(bdt_[^<]+)</code>', page).group(1)
+    for command in ("agent-command", "host-command"):
+        block = re.search(rf'id="{command}">(.*?)</pre>', page, re.S).group(1)
+        assert f"--token {secret}" in text(block), command
+    assert "js/copy.js" in page
