@@ -691,8 +691,8 @@ def pick_context() -> dict:
             f"WHERE {VISIBLE} AND r.role = 'guest'"
         )
         guests = dict(cur.fetchall())
+    from benchdb.results import answers
     from benchdb.results.compare import metric_column
-    from benchdb.web import answers
 
     def workload(question: str) -> tuple:
         """(test id, its most common key, metric column) the report shows

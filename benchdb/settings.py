@@ -305,6 +305,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ROUTES = {
     "benchdb.results.refresh.refresh_summaries": {"queue": "refresh"},
 }
+# Publishing to a broker that is down fails within about a second instead of
+# holding the upload request (Celery's default retries for much longer); used
+# by every apply_async of ours (ingest, the summary refresh).
+PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.3,
+    "interval_max": 0.5,
+}
 # A stuck ingest must not hold a worker forever.
 CELERY_TASK_TIME_LIMIT = envint("CELERY_TASK_TIME_LIMIT", 300)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 30

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from benchdb.api.serializers import FreshnessSerializer
 from benchdb.api.views import error_responses, filter_parameters
-from benchdb.results import across, answer_cache, population, stats
+from benchdb.results import answer_cache, answers, population, stats
 from benchdb.results.vocab import FACETS
 
 # Parameters of these views that are not run filters.
@@ -301,37 +301,6 @@ def _runs(params: QueryDict, pointer: str) -> list:
     return answer_cache.query_items(params)
 
 
-@answer_cache.stored
-def distribution_answer(
-    filters: list, test_id: str, metric: str, comparability_key: str | None
-) -> dict:
-    """``population.distribution`` over run filters, stored (answer_cache)."""
-    runs = population.filter_runs(answer_cache.query_dict(filters))
-    return population.distribution(runs, test_id, metric, comparability_key)
-
-
-@answer_cache.stored
-def compare_answer(
-    filters_a: list,
-    filters_b: list,
-    test_id: str,
-    metric: str,
-    comparability_key: str | None,
-    of: str,
-    version: int = across.VERSION,
-) -> dict:
-    """``population.compare_sets`` over two sets of run filters, stored
-    (``version``, part of the key, is that of ``across``'s answers)."""
-    return population.compare_sets(
-        population.filter_runs(answer_cache.query_dict(filters_a)),
-        population.filter_runs(answer_cache.query_dict(filters_b)),
-        test_id,
-        metric,
-        comparability_key,
-        of=of,
-    )
-
-
 class PopulationView(APIView):
     @extend_schema(
         summary="Across runs: distribution of a test's figure and of overheads",
@@ -347,7 +316,7 @@ class PopulationView(APIView):
         query.is_valid(raise_exception=True)
         q = query.validated_data
         filters = _runs(_run_filters(request.query_params), "filters")
-        answer, found = distribution_answer.with_freshness(
+        answer, found = answers.distribution.with_freshness(
             filters, q["test_id"], q["metric"], q.get("comparability_key")
         )
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
@@ -372,38 +341,16 @@ class PopulationCompareView(APIView):
         q = query.validated_data
         runs_a = _runs(_run_filters(request.query_params, q["a"]), "a")
         runs_b = _runs(_run_filters(request.query_params, q["b"]), "b")
-        answer, found = compare_answer.with_freshness(
+        answer, found = answers.compare_sets.with_freshness(
             runs_a,
             runs_b,
             q["test_id"],
             q["metric"],
             q.get("comparability_key"),
             q["of"],
-            across.VERSION,
         )
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
         return Response(PopulationCompareSerializer(answer).data)
-
-
-@answer_cache.stored
-def rank_answer(
-    filters: list,
-    facet: str,
-    values: list,
-    test_id: str,
-    metric: str,
-    comparability_key: str | None,
-    version: int = across.VERSION,
-) -> dict:
-    """``population.rank_settings`` over run filters, stored."""
-    return population.rank_settings(
-        facet,
-        values,
-        answer_cache.query_dict(filters),
-        test_id,
-        metric,
-        comparability_key,
-    )
 
 
 class PopulationRankView(APIView):
@@ -424,14 +371,13 @@ class PopulationRankView(APIView):
         query.is_valid(raise_exception=True)
         q = query.validated_data
         filters = _runs(_run_filters(request.query_params), "filters")
-        answer, found = rank_answer.with_freshness(
+        answer, found = answers.rank_settings.with_freshness(
             filters,
             q["facet"],
             q["values"],
             q["test_id"],
             q["metric"],
             q.get("comparability_key"),
-            across.VERSION,
         )
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
         return Response(PopulationRankSerializer(answer).data)

@@ -47,7 +47,7 @@ from benchdb.api.throttling import (
     client_address,
 )
 from benchdb.api.validation import check_upload
-from benchdb.results import answer_cache, exports, ingest, owning, reads
+from benchdb.results import answer_cache, answers, exports, ingest, owning, reads
 from benchdb.results import compare as compare_mod
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
@@ -685,7 +685,7 @@ class AggregatesView(APIView):
         # filters are the answer's arguments, minus this view's own.
         filters = answer_cache.query_items(request.query_params, AGGREGATE_OWN_PARAMS)
         try:
-            answer, found = compare_mod.stored_aggregates.with_freshness(
+            answer, found = answers.aggregates.with_freshness(
                 filters,
                 q["test_id"],
                 q["metric"],

@@ -1,16 +1,17 @@
 """Across-runs answers stored in PostgreSQL, served by the data version.
 
-The reports' answers (``web.answers``), the overhead summary, aggregates,
-similar-system populations and ``/api/v1/population/`` aggregate over every
-listed run of a test, or every guest/host pair: their cost grows with the
-table however little they show.  Each is a function decorated with
-``stored``; what it returns is kept in ``results_answersummary`` (one row per
-function and arguments: the answer as JSON, the data version and time of the
+The reports' answers, the overhead summary, aggregates, similar-system
+populations and ``/api/v1/population/`` aggregate over every listed run of
+a test, or every guest/host pair: their cost grows with the table however
+little they show.  Each is declared once in the catalogue
+(``results.answers``) with its compute function and version; what it
+returns is kept in ``results_answersummary`` (one row per answer, version
+and arguments: the answer as JSON, the data version and time of the
 snapshot it was computed in, and how many runs were listed then).
 
-- **One definition.**  A stored answer is the decorated function's own
+- **One definition.**  A stored answer is its compute function's own
   return value, computed in one REPEATABLE READ snapshot; nothing else
-  writes the table.  ``live`` is the undecorated function.
+  writes the table.
 - **One cheap read.**  A request reads the version row and the stored answer
   in one primary-key query (``fetch``).
 - **Fresh, and honest about it.**  ``results_dataversion`` is bumped by a
@@ -28,7 +29,6 @@ snapshot it was computed in, and how many runs were listed then).
 from __future__ import annotations
 
 import contextvars
-import functools
 import hashlib
 import json
 import time
@@ -44,9 +44,6 @@ KEEP_UNREQUESTED = timedelta(days=7)
 # ``requested`` is written at most this often per answer (a read path that
 # writes on every request would contend on hot rows).
 REQUESTED_EVERY = timedelta(hours=1)
-
-# Every stored function by name, so the refresh can recompute a stored row.
-REGISTRY: dict[str, object] = {}
 
 # Set while a stored answer is being computed: answers it calls are then
 # computed in the same snapshot instead of being read or stored on their own.
@@ -179,37 +176,10 @@ def _compute(fn, args: tuple) -> tuple:
     return version, computed, runs, answer, time.perf_counter() - start
 
 
-def stored(fn):
-    """Serve ``fn``'s answer from ``results_answersummary`` (see the module).
-
-    ``fn`` takes JSON-able positional arguments.  ``wrapper(*args)`` returns
-    the answer; ``wrapper.with_freshness(*args)`` returns (answer,
-    Freshness); ``wrapper.live`` is ``fn`` itself.
-    """
-    name = f"{fn.__module__}.{fn.__qualname__}"
-
-    def with_freshness(*args):
-        if _computing.get():
-            return fn(*args), None
-        found = fetch(name, args)
-        if found is None:
-            found = compute_and_store(name, fn, args)
-        return found
-
-    @functools.wraps(fn)
-    def wrapper(*args):
-        return with_freshness(*args)[0]
-
-    wrapper.with_freshness = with_freshness
-    wrapper.live = fn
-    wrapper.uncached = fn
-    wrapper.stored_name = name
-    REGISTRY[name] = wrapper
-    return wrapper
-
-
-# The older name of ``stored``.
-cached = stored
+def computing() -> bool:
+    """True while a stored answer is being computed (``compute_and_store``):
+    answers it reads are then computed in its snapshot, not read or stored."""
+    return _computing.get()
 
 
 def query_items(params, exclude: tuple = ()) -> list:

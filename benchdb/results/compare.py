@@ -33,7 +33,7 @@ from django.db.models import (
 )
 from django.db.models.aggregates import Aggregate
 
-from benchdb.results import answer_cache, memo, stats, vocab
+from benchdb.results import answer_cache, answers, memo, stats, vocab
 from benchdb.results.models import (
     METRIC_FIELDS,
     Measurement,
@@ -1128,7 +1128,6 @@ def similar_result(test_id: str, metric: str) -> dict:
     }
 
 
-@answer_cache.stored
 def similar_population(
     comparability_key: str,
     metric: str,
@@ -1204,7 +1203,7 @@ def similar_systems(
     pairs = [[facet, getattr(run, facet)] for facet in match]
     args = (comparability_key, metric, disk_type if run.hardware_id else None)
     if runs is None:
-        found, freshness = similar_population.with_freshness(*args, pairs)
+        found, freshness = answers.similar_population.with_freshness(*args, pairs)
     else:
         found, freshness = _population_of(*args, pairs, runs), None
     population = found["population"]
@@ -1295,7 +1294,6 @@ def aggregates(
     }
 
 
-@answer_cache.stored
 def stored_aggregates(
     filters: list,
     test_id: str,

@@ -52,7 +52,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Ln
 
-from benchdb.results import across, compare, stats
+from benchdb.results import across, answer_cache, compare, stats
 from benchdb.results.models import Result, Run
 from benchdb.results.vocab import Source
 
@@ -585,3 +585,53 @@ def filter_runs(params, base: QuerySet | None = None) -> QuerySet:
         )
         raise ValueError(problems)
     return filterset.qs.order_by()
+
+
+# Stored answers over run filters (declared in results.answers) ---------------
+# Their filters are ``answer_cache.query_items``: [[name, [values…]], …].
+
+
+def distribution_over(
+    filters: list, test_id: str, metric: str, comparability_key: str | None
+) -> dict:
+    """``distribution`` over the runs of run filters."""
+    runs = filter_runs(answer_cache.query_dict(filters))
+    return distribution(runs, test_id, metric, comparability_key)
+
+
+def compare_sets_over(
+    filters_a: list,
+    filters_b: list,
+    test_id: str,
+    metric: str,
+    comparability_key: str | None,
+    of: str,
+) -> dict:
+    """``compare_sets`` over the runs of two sets of run filters."""
+    return compare_sets(
+        filter_runs(answer_cache.query_dict(filters_a)),
+        filter_runs(answer_cache.query_dict(filters_b)),
+        test_id,
+        metric,
+        comparability_key,
+        of=of,
+    )
+
+
+def rank_settings_over(
+    filters: list,
+    facet: str,
+    values: list,
+    test_id: str,
+    metric: str,
+    comparability_key: str | None,
+) -> dict:
+    """``rank_settings`` over run filters."""
+    return rank_settings(
+        facet,
+        values,
+        answer_cache.query_dict(filters),
+        test_id,
+        metric,
+        comparability_key,
+    )

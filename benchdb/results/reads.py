@@ -43,7 +43,7 @@ from django.db.models import (
 )
 from django.db.models.sql.where import WhereNode
 
-from benchdb.results import answer_cache, stats, summaries
+from benchdb.results import answer_cache, answers, stats, summaries
 from benchdb.results import compare as compare_mod
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
@@ -468,7 +468,6 @@ def facet_counts(params, user=None, owner_key: str = "") -> list[dict]:
 UNFILTERED_PARAMS = frozenset({"page", "ordering"})
 
 
-@answer_cache.stored
 def listed_facet_counts() -> dict:
     """``summaries.facet_counts`` over every listed run, what browse shows
     before anything is chosen: a GROUP BY over the whole table (60 ms at a
@@ -483,7 +482,7 @@ def listed_facet_counts() -> dict:
 
 def _stored_facet_counts() -> tuple[dict[str, dict], object]:
     """``listed_facet_counts`` as facet -> {value: runs}, with its freshness."""
-    stored, found = listed_facet_counts.with_freshness()
+    stored, found = answers.listed_facet_counts.with_freshness()
     return {name: dict(map(tuple, pairs)) for name, pairs in stored.items()}, found
 
 
@@ -577,7 +576,7 @@ def home_summary() -> dict:
     by the data version, with their ``freshness``), the latest runs and the
     published data sets (live)."""
     runs = Run.objects.listed()
-    counts, found = home_counts.with_freshness()
+    counts, found = answers.home_counts.with_freshness()
     published = runs.filter(source="published").order_by("citation", "id")
     datasets = defaultdict(list)
     for run in published.only("id", "title", "citation", "cache_mode"):
@@ -597,7 +596,6 @@ def _label(label) -> str | None:
     return str(label) if label is not None else None
 
 
-@answer_cache.stored
 def home_counts() -> dict:
     """Listed runs and systems, and listed runs per cache mode, storage,
     platform and disk type: GROUP BYs over every listed run, so stored and
@@ -921,7 +919,7 @@ def overhead_report(page=None) -> dict:
     pair, computed by PostgreSQL (``summaries.overhead_summary``), and the
     test-by-test rows of one page of guest runs (``OVERHEAD_PAGE_GUESTS``)."""
     guests = overhead_guests()
-    summary, freshness = overhead_summary_answer.with_freshness()
+    summary, freshness = answers.overhead_summary.with_freshness()
     paginator = Paginator(
         guests.select_related("baseline", "hardware").order_by("pair_id", "id"),
         OVERHEAD_PAGE_GUESTS,
@@ -935,7 +933,6 @@ def overhead_report(page=None) -> dict:
     }
 
 
-@answer_cache.stored
 def overhead_summary_answer() -> list[dict]:
     """The public overhead summary: every listed pair, so stored and served
     by the data version (``answer_cache``)."""
@@ -1012,7 +1009,6 @@ def cache_mode_groups(page=1) -> list[dict]:
     return _cache_mode_page(_page_number(page))[0]
 
 
-@answer_cache.stored
 def cache_mode_group_page(page: int) -> list:
     """[{cache mode: run id} per group, number of groups] of one page over
     every listed run: stored (``answer_cache``)."""
@@ -1023,7 +1019,7 @@ def cache_mode_group_page(page: int) -> list:
 
 
 def _cache_mode_page(number: int) -> tuple[list[dict], int, dict | None]:
-    (pages, total), found = cache_mode_group_page.with_freshness(number)
+    (pages, total), found = answers.cache_mode_group_page.with_freshness(number)
     return summaries.cache_mode_groups_of(pages), total, found
 
 

@@ -16,10 +16,11 @@ data and none is queued or running (a lost message, a refresh cut short by
 a dead worker, a write made outside Django).  Beat also runs it every
 ``SUMMARY_REFRESH_INTERVAL_S`` as a backstop.
 
-The refresh recomputes, each in its own snapshot and with the live
-function, every stored answer older than the data (most recently asked for
-first) and the reports' default answers, and drops answers nobody asked for
-in ``answer_cache.KEEP_UNREQUESTED``.
+The refresh walks the catalogue (``results.answers``): it recomputes, each
+in its own snapshot and with its compute function, every stored answer
+older than the data (most recently asked for first) and each answer's
+default arguments, and drops answers nobody asked for in
+``answer_cache.KEEP_UNREQUESTED`` and those stored under an older version.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -38,7 +40,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from benchdb.results import answer_cache
+from benchdb.results import answer_cache, answers
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +98,12 @@ def schedule() -> bool:
         )
         if cursor.fetchone() is None:
             return False
-    from benchdb.results.tasks import PUBLISH_RETRY_POLICY
-
     try:
         refresh_summaries.apply_async(
             kwargs={"scheduled": True},
             countdown=_delay(),
             retry=True,
-            retry_policy=PUBLISH_RETRY_POLICY,
+            retry_policy=settings.PUBLISH_RETRY_POLICY,
         )
     except Exception as exc:  # broker down: recover() and beat will refresh
         log.warning("could not queue the summary refresh: %s", exc)
@@ -118,13 +118,12 @@ def recover() -> bool:
     refresh is queued or running; True if it queued one.  Run by beat's
     ``requeue_stale`` every minute: answers are never left stale by a lost
     message or a refresh that died."""
-    _load_registry()
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT EXISTS (SELECT 1 FROM results_answersummary s, "
             "results_dataversion v WHERE v.id = 1 AND s.version < v.version "
             "AND s.name = ANY(%s))",
-            [list(answer_cache.REGISTRY)],
+            [[answer.key for answer in answers.CATALOGUE.values()]],
         )
         if not cursor.fetchone()[0]:
             return False
@@ -152,40 +151,19 @@ def _schedule_quietly() -> None:
         log.warning("could not queue the summary refresh: %s", exc)
 
 
-def default_answers() -> list[tuple]:
-    """(stored function, args) the pages show without a choice: computed by
-    every refresh, so the first reader after an upload finds them."""
-    from benchdb.results import across, reads
-    from benchdb.web import answers
-
-    out = [(reads.overhead_summary_answer, ()), (reads.cache_mode_group_page, (1,))]
-    for question in ("cache", "overhead"):
-        out.append((answers.workloads, (question,)))
-        options = answers.workloads(question)
-        if not options:
-            continue
-        workload = options[0]
-        if question == "cache":
-            out.append((answers.cache_mode_answers, ({}, workload, across.VERSION)))
-            out.append((answers.cache_mode_ranking, ({}, workload, across.VERSION)))
-        else:
-            out.append((answers.overhead_answer, ({}, workload, across.VERSION)))
-            out.append(
-                (answers.overhead_by, ("storage_backend", {}, workload, across.VERSION))
-            )
-    return out
-
-
-def _load_registry() -> None:
-    """Import every module with stored answers (``answer_cache.REGISTRY``)."""
-    from benchdb.api import population  # noqa: F401
-    from benchdb.results import compare, reads  # noqa: F401
-    from benchdb.web import answers  # noqa: F401
+def default_answers() -> Iterator[tuple]:
+    """(answer, args) the pages show without a choice (each answer's
+    ``defaults`` in the catalogue): computed by every refresh, so the first
+    reader after an upload finds them.  In catalogue order and one answer at
+    a time: the reports' defaults are read from the workloads, which the
+    refresh has made current by then."""
+    for answer in answers.CATALOGUE.values():
+        for args in answer.defaults():
+            yield answer, args
 
 
 def refresh(limit: int | None = None) -> dict:
     """Recompute stale stored answers and the defaults; returns figures."""
-    _load_registry()
     limit = limit or int(getattr(settings, "SUMMARY_REFRESH_MAX", 500))
     with _one_at_a_time():
         return _refresh(limit)
@@ -208,17 +186,21 @@ def _refresh(limit: int) -> dict:
     start = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("UPDATE results_dataversion SET refresh_queued = NULL")
+        # Unasked for a while, or stored by an older version of its answer
+        # (never read again: the version is part of the key).
         cursor.execute(
-            "DELETE FROM results_answersummary WHERE requested < %s",
-            [timezone.now() - answer_cache.KEEP_UNREQUESTED],
+            "DELETE FROM results_answersummary WHERE requested < %s "
+            "OR NOT (name = ANY(%s))",
+            [
+                timezone.now() - answer_cache.KEEP_UNREQUESTED,
+                [answer.key for answer in answers.CATALOGUE.values()],
+            ],
         )
         dropped = cursor.rowcount
     done = 0
-    # The workloads first: the defaults depend on them.
-    for fn, args in default_answers():
-        name = fn.stored_name
-        if answer_cache.fetch(name, args) is None or not _current(name, args):
-            answer_cache.compute_and_store(name, fn.live, args)
+    for answer, args in default_answers():
+        if not _current(answer.key, args):
+            answer_cache.compute_and_store(answer.key, answer.live, args)
             done += 1
     with connection.cursor() as cursor:
         cursor.execute(
@@ -230,12 +212,12 @@ def _refresh(limit: int) -> dict:
         stale = cursor.fetchall()
     skipped = 0
     for name, text in stale:
-        fn = answer_cache.REGISTRY.get(name)
-        if fn is None:
+        answer = answers.by_key(name)
+        if answer is None:
             skipped += 1
             continue
         try:
-            answer_cache.compute_and_store(name, fn.live, tuple(json.loads(text)))
+            answer_cache.compute_and_store(name, answer.live, tuple(json.loads(text)))
         except ValueError as exc:  # filters no longer valid, etc.
             log.info("stored answer %s %s dropped: %s", name, text, exc)
             with connection.cursor() as cursor:

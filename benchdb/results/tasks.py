@@ -135,14 +135,8 @@ def ingest(self, submission_id: int) -> None:
     log.info("submission %s ingested as run %s", sub.bundle_id, run.pk)
 
 
-# Publishing to a broker that is down fails within about a second instead of
-# holding the upload request (Celery's default retries for much longer).
-PUBLISH_RETRY_POLICY = {
-    "max_retries": 2,
-    "interval_start": 0,
-    "interval_step": 0.3,
-    "interval_max": 0.5,
-}
+# Fail fast when the broker is down (settings.PUBLISH_RETRY_POLICY says why).
+PUBLISH_RETRY_POLICY = settings.PUBLISH_RETRY_POLICY
 
 
 def enqueue(submission_id: int) -> bool:

@@ -1,38 +1,21 @@
-"""The reports' direct answers, from the across-runs statistics.
+"""The reports' setup form, around their stored answers.
 
 "Which cache mode should I use on my host with these disks?" and "how much
 do I lose in a VM against bare metal?" for the setup a reader picks
-(platform, disk type, storage, bus, workload): each answer is
-``results.population``'s figure with its interval, the number of systems and
-runs it rests on and a verdict, or an honest "no data yet" with the agent
-command that would measure it.
+(platform, disk type, storage, bus, workload).  The answers are computed in
+``results.reports`` and read stored through ``results.answers``; this module
+only turns the query string into a setup, labels the workloads and says
+which agent command would measure a setup that has no data yet.
 """
 
 from __future__ import annotations
 
-from django.db.models import Count, Min
-
-from benchdb.results import across, compare, hostcost, population, stats
-from benchdb.results.answer_cache import cached as _cached
-from benchdb.results.models import Result
+from benchdb.results import answers
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS, LABELS
 from benchdb.web.templatetags.benchdb_format import metric_words
-from benchdb_agent import vocab as agent_vocab
 
 # The setup a reader describes, in form order.
 SETUP_FIELDS = ("platform", "disk_type", "storage_backend", "disk_bus")
-CACHE_MODES = agent_vocab.CACHE_MODES
-# Workloads offered first when they have data (the suite's headline tests).
-PREFERRED = (
-    "fio-rand-read-4k-q32t1",
-    "fio-rand-write-4k-q32t1",
-    "fio-rand-read-4k-q1t1",
-    "fio-seq-read-1m-q8t1",
-    "fio-seq-write-1m-q8t1",
-    "dd-write-1m-fdatasync",
-)
-METRIC_COUNTS = (("iops", "iops_mean"), ("bw_bytes", "bw_bytes_mean"))
-LATENCY = ("lat_mean_ns", "lat_mean_ns_mean")
 
 
 def setup_choices() -> list[dict]:
@@ -50,64 +33,14 @@ def setup_choices() -> list[dict]:
     return out
 
 
-@_cached
-def workloads(question: str, limit: int = 12) -> list[dict]:
-    """Tests with data for a question ("cache" or "overhead") among the
-    population's runs, most measured first (the suite's headline tests
-    ahead), each with the figure it is about."""
-    runs = population.population_runs().filter(role="guest")
-    if question == "cache":
-        runs = runs.exclude(cache_mode="unknown")
-    else:
-        runs = runs.filter(baseline__in=population.population_runs())
-    rows = (
-        Result.objects.filter(run__in=runs)
-        .values("test_id")
-        .annotate(
-            n=Count("run", distinct=True),
-            n_iops=Count("iops_mean"),
-            n_bw=Count("bw_bytes_mean"),
-            n_lat=Count("lat_mean_ns_mean"),
-        )
-        .order_by("-n", "test_id")[:60]
-    )
-    # One title per test, grouped by PostgreSQL (not every result's row).
-    titles = dict(
-        Result.objects.filter(test_id__in=[r["test_id"] for r in rows])
-        .exclude(title="")
-        .order_by()
-        .values("test_id")
-        .annotate(first=Min("title"))
-        .values_list("test_id", "first")
-    )
-    out = []
-    for row in rows:
-        metric = compare.main_metric(row["test_id"])
-        if metric not in population.METRICS:
-            counts = {"iops": row["n_iops"], "bw_bytes": row["n_bw"]}
-            counts["lat_mean_ns"] = row["n_lat"]
-            metric = (
-                max(counts, key=lambda m: counts[m]) if any(counts.values()) else None
-            )
-        if metric is None:
-            continue
-        title = titles.get(row["test_id"], row["test_id"])
-        out.append(
-            {
-                "test_id": row["test_id"],
-                "title": title,
-                "metric": metric,
-                "label": f"{title} — {metric_words(metric)}",
-                "n": row["n"],
-            }
-        )
-    out.sort(
-        key=lambda w: (
-            PREFERRED.index(w["test_id"]) if w["test_id"] in PREFERRED else 99,
-            -w["n"],
-        )
-    )
-    return out[:limit]
+def workload_options(question: str) -> tuple[list[dict], object]:
+    """The stored ``workloads`` of a question ("cache" or "overhead"), each
+    labelled for the form, with their freshness."""
+    options, found = answers.workloads.with_freshness(question)
+    labelled = [
+        {**w, "label": f"{w['title']} — {metric_words(w['metric'])}"} for w in options
+    ]
+    return labelled, found
 
 
 def chosen_setup(params) -> dict:
@@ -121,139 +54,13 @@ def chosen_setup(params) -> dict:
 
 
 def chosen_workload(params, options: list[dict]) -> dict | None:
+    """The workload asked for (else the first), as the stored answers take
+    it: without the form's label."""
     wanted = params.get("workload", "")
-    return next((w for w in options if w["test_id"] == wanted), None) or (
+    chosen = next((w for w in options if w["test_id"] == wanted), None) or (
         options[0] if options else None
     )
-
-
-@_cached
-def cache_mode_answers(
-    setup: dict, workload: dict, version: int = across.VERSION
-) -> list[dict]:
-    """Per cache mode, its speed against cache=none over the community's
-    systems (``population.answer``, with ``across``'s tests under
-    ``["answer"]["detail"]["across"]``), beside its data safety."""
-    out = []
-    for mode in CACHE_MODES:
-        safety, why = agent_vocab.CACHE_MODE_SAFETY.get(mode, ("", ""))
-        row = {"mode": mode, "safety": safety, "why": why, "answer": None}
-        # Efficiency: what the mode's guest runs cost the host's CPU per I/O.
-        row["host_cpu"] = hostcost.runs_host_cost(
-            population.filter_runs({**setup, "role": "guest", "cache_mode": mode})
-        )
-        if mode != "none":
-            ans = population.answer(
-                {**setup, "role": "guest"},
-                {"cache_mode": "none"},
-                {"cache_mode": mode},
-                workload["test_id"],
-                workload["metric"],
-            )
-            row["answer"] = ans
-            row["has_data"] = bool(ans["runs_a"] and ans["runs_b"])
-        else:
-            runs = population.filter_runs(
-                {**setup, "role": "guest", "cache_mode": mode}
-            )
-            row["runs"] = population.figure_spread(
-                runs, workload["test_id"], workload["metric"]
-            )["runs"]
-            row["has_data"] = bool(row["runs"])
-        out.append(row)
-    return out
-
-
-@_cached
-def cache_mode_ranking(setup: dict, workload: dict, version: int = across.VERSION):
-    """The cache modes ranked over the systems of the setup that measured
-    every mode with data (``population.rank_settings``), with the
-    probabilities of practical equivalence of each pair; ``version`` (part
-    of the stored key) is ``across``'s."""
-    return population.rank_settings(
-        "cache_mode",
-        list(CACHE_MODES),
-        {**setup, "role": "guest"},
-        workload["test_id"],
-        workload["metric"],
-    )
-
-
-@_cached
-def overhead_answer(setup: dict, workload: dict, version: int = across.VERSION) -> dict:
-    """Guest ÷ host over every paired guest of the setup, with a verdict,
-    and what the setup's guest runs cost the host's CPU per I/O
-    (``host_cpu``, ``hostcost.runs_host_cost``)."""
-    runs = population.filter_runs({**setup, "role": "guest"})
-    dist = population.distribution(runs, workload["test_id"], workload["metric"])
-    out = _overhead_verdict(dist["overhead"], workload["metric"])
-    out["host_cpu"] = hostcost.runs_host_cost(runs)
-    return out
-
-
-@_cached
-def overhead_by(
-    field: str, setup: dict, workload: dict, version: int = across.VERSION
-) -> list[dict]:
-    """The same answer per value of one setting (per storage, per bus…)."""
-    choices = dict((FACETS.get(field) or HARDWARE_FACETS[field]).choices)
-    column = field if field in FACETS else f"hardware__{field}"
-    # Only the values some paired guest has: one query instead of one
-    # answer per possible value.
-    present = set(
-        population.filter_runs({**setup, "role": "guest"})
-        .filter(baseline__isnull=False)
-        .values_list(column, flat=True)
-        .distinct()
-    )
-    out = []
-    for value, label in choices.items():
-        if value == "unknown" or value not in present:
-            continue
-        ans = overhead_answer({**setup, field: value}, workload, version)
-        if ans["runs"]:
-            out.append({"value": value, "label": label, **ans})
-    return out
-
-
-def _overhead_verdict(over: dict, metric: str) -> dict:
-    hib = compare.higher_is_better(metric)
-    margin = compare.equivalence_percent()
-    out = {
-        "runs": over.get("runs") or 0,
-        "systems": over.get("systems") or 0,
-        "ratio": over.get("median"),
-        "low": over.get("ci95_low"),
-        "high": over.get("ci95_high"),
-        "percent": over.get("percent"),
-        "verdict": stats.CANNOT_TELL,
-        "text": "",
-    }
-    if not out["runs"]:
-        out["text"] = "no paired guest and host runs for this setup yet"
-        return out
-    if out["low"] is None:
-        out["text"] = (
-            f"guest {out['ratio']:.2f}× host, but too few pairs for an interval "
-            f"(at least {stats.MIN_REPEATS})"
-        )
-        return out
-    ci = f"95% CI {out['low']:.2f}–{out['high']:.2f}× host"
-    lo_band, hi_band = stats.equivalence_band(margin)
-    if out["low"] > 1.0 or out["high"] < 1.0:
-        up = out["ratio"] > 1.0
-        better = up if hib is not False else not up
-        out["verdict"] = stats.FASTER if better else stats.SLOWER
-        word = "faster" if better else "slower"
-        out["text"] = (
-            f"the guest is {word} than bare metal: {out['ratio']:.2f}× host ({ci})"
-        )
-    elif lo_band <= out["low"] and out["high"] <= hi_band:
-        out["verdict"] = stats.EQUIVALENT
-        out["text"] = f"no difference larger than {margin:g}% from bare metal ({ci})"
-    else:
-        out["text"] = f"cannot tell yet: too few systems or too much spread ({ci})"
-    return out
+    return None if chosen is None else {k: v for k, v in chosen.items() if k != "label"}
 
 
 def agent_command(setup: dict, server: str, cache_sweep: bool) -> str:

@@ -24,7 +24,8 @@ from benchdb.api.throttling import (
     login_allowed,
     remember_device,
 )
-from benchdb.results import across, answer_cache, exports, hostcost, reads, stats
+from benchdb.results import answer_cache, exports, hostcost, reads, stats
+from benchdb.results import answers as stored
 from benchdb.results import compare as compare_mod
 from benchdb.results.models import (
     Comparison,
@@ -459,9 +460,7 @@ def comparison_share(request, slug: str):
 
 def _answer_context(request, cache_sweep: bool) -> dict:
     """The setup form and what it needs (shared by both reports)."""
-    options, found = answers.workloads.with_freshness(
-        "cache" if cache_sweep else "overhead"
-    )
+    options, found = answers.workload_options("cache" if cache_sweep else "overhead")
     setup = answers.chosen_setup(request.GET)
     return {
         "_found": [found],
@@ -479,11 +478,11 @@ def cache_mode_report(request):
     context = reads.cache_mode_report(request.GET.get("group"), request.GET.get("page"))
     context.update(_answer_context(request, cache_sweep=True))
     if context["workload"]:
-        context["answers"], found = answers.cache_mode_answers.with_freshness(
-            context["setup"], context["workload"], across.VERSION
+        context["answers"], found = stored.cache_mode_answers.with_freshness(
+            context["setup"], context["workload"]
         )
-        context["ranking"], ranked = answers.cache_mode_ranking.with_freshness(
-            context["setup"], context["workload"], across.VERSION
+        context["ranking"], ranked = stored.cache_mode_ranking.with_freshness(
+            context["setup"], context["workload"]
         )
         context["cd"] = present.cd_diagram(context["ranking"])
         context["_found"] += [found, ranked]
@@ -526,11 +525,11 @@ def overhead_report(request):
     context = reads.overhead_report(request.GET.get("page"))
     context.update(_answer_context(request, cache_sweep=False))
     if context["workload"]:
-        context["answer"], found = answers.overhead_answer.with_freshness(
-            context["setup"], context["workload"], across.VERSION
+        context["answer"], found = stored.overhead_answer.with_freshness(
+            context["setup"], context["workload"]
         )
-        context["by_storage"], by_found = answers.overhead_by.with_freshness(
-            "storage_backend", context["setup"], context["workload"], across.VERSION
+        context["by_storage"], by_found = stored.overhead_by.with_freshness(
+            "storage_backend", context["setup"], context["workload"]
         )
         context["_found"] += [found, by_found]
     context["freshness"] = answer_cache.freshness_of(

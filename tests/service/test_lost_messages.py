@@ -17,7 +17,7 @@ from django.db import connection
 from django.utils import timezone
 
 from benchdb import embedded
-from benchdb.results import refresh, tasks
+from benchdb.results import answers, refresh, tasks
 from benchdb.results.models import Submission
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -83,8 +83,7 @@ def test_a_refresh_queued_behind_a_running_one_is_not_lost():
 def stale_answer() -> None:
     """A stored answer older than the data, as after a write whose refresh
     was lost."""
-    refresh._load_registry()
-    name = next(iter(refresh.answer_cache.REGISTRY))
+    name = next(iter(answers.CATALOGUE.values())).key
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE results_dataversion SET version = version + 10 WHERE id = 1"

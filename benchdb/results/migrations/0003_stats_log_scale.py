@@ -1,57 +1,30 @@
-"""Recompute every stored summary with results.stats (log-scale intervals).
+"""Recompute every stored summary with log-scale intervals.
 
-Summaries stored before statistics moved to SciPy carry Student-t intervals on
-the raw values, which can go below zero, and intervals built on two repeats.
-The means are unchanged (arithmetic means of the same repeats); ``ci95_low``,
-``ci95_high`` become the geometric mean's log-scale interval (3+ repeats only),
-and ``gmean`` and ``note`` are added; latency percentiles lose their mean
-and keep each repeat's value and the range.  Done in chunks, one measurements query
-per chunk.
+Summaries stored before statistics moved to SciPy carried Student-t intervals
+on the raw values.  This migration recomputed them with the statistics code
+of its time.  A migration must not import today's code (a change to
+``results.stats`` would silently change what an old migration does), so it
+now does nothing where there is nothing to recompute, which is every
+database created since (the results table is empty at this point of a fresh
+migrate).  A database still holding results from before it must be
+migrated by the release that introduced it first: it stops with the command.
 """
-
-from collections import defaultdict
 
 from django.db import migrations
 
-CHUNK = 500
+# The commit that introduced this migration (and the code it ran with).
+RELEASE = "9b88618"
 
 
 def recompute(apps, schema_editor):
-    from benchdb.results.compare import aggregate_repeat
-    from benchdb.results.models import METRIC_FIELDS
-    from benchdb.results.stats import summarize_metric
-
     Result = apps.get_model("results", "Result")
-    Measurement = apps.get_model("results", "Measurement")
-    ids = list(Result.objects.order_by("pk").values_list("pk", flat=True))
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start : start + CHUNK]
-        repeats = defaultdict(lambda: defaultdict(list))
-        rows = (
-            Measurement.objects.filter(result_id__in=chunk)
-            .order_by("result_id", "repeat", "direction", "job")
-            .values("result_id", "repeat", "direction", "job", *METRIC_FIELDS)
+    if Result.objects.exists():
+        raise RuntimeError(
+            "This database holds results from before migration results.0003 "
+            "(log-scale intervals). Migrate it with the benchdb release that "
+            f"introduced it first: git checkout {RELEASE} && python manage.py "
+            "migrate results 0003; then check out this version and migrate again."
         )
-        for row in rows:
-            repeats[row["result_id"]][row["repeat"]].append(row)
-        changed = []
-        for res in Result.objects.filter(pk__in=chunk):
-            per_dir = defaultdict(lambda: defaultdict(list))
-            for repeat in sorted(repeats.get(res.pk, {})):
-                for direction, metrics in aggregate_repeat(
-                    repeats[res.pk][repeat]
-                ).items():
-                    for f, v in metrics.items():
-                        if v is not None:
-                            per_dir[direction][f].append(v)
-            stats = dict(res.stats or {})
-            stats["directions"] = {
-                d: {f: summarize_metric(f, vals) for f, vals in m.items()}
-                for d, m in per_dir.items()
-            }
-            res.stats = stats
-            changed.append(res)
-        Result.objects.bulk_update(changed, ["stats"])
 
 
 class Migration(migrations.Migration):

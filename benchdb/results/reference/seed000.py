@@ -32,7 +32,7 @@ NOTES = (
 
 
 def bundles() -> list:
-    from . import published_bundle
+    from .bundles import published_bundle
 
     return [
         published_bundle(

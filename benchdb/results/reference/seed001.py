@@ -69,7 +69,7 @@ UNSAFE_WARNING = [
 
 
 def bundles() -> list:
-    from . import published_bundle
+    from .bundles import published_bundle
 
     out = []
     for mode, lines in DD_LINES.items():

@@ -92,7 +92,7 @@ FIGURES = {
 
 
 def bundles() -> list:
-    from . import figure, published_bundle
+    from .bundles import figure, published_bundle
 
     out = []
     for disk, (model, disk_type) in DISKS.items():

@@ -112,7 +112,7 @@ def command(options: dict) -> list:
 
 
 def bundles() -> list:
-    from . import published_bundle
+    from .bundles import published_bundle
 
     tests = []
     for test_id, title, options, lines in TESTS:

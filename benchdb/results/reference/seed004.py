@@ -47,7 +47,7 @@ BONNIE = (
 
 
 def bundles() -> list:
-    from . import figure, published_bundle
+    from .bundles import figure, published_bundle
 
     out = []
     for run, figures in FIGURES.items():
