@@ -293,12 +293,12 @@ def _run_filters(params: QueryDict, extra: str | None = None) -> QueryDict:
 
 def _runs(params: QueryDict, pointer: str) -> list:
     """The run filters, checked (400 naming ``pointer`` when they do not
-    validate), as the arguments of a stored answer (``query_items``)."""
+    validate), as the arguments of a stored answer (``population.filter_items``)."""
     try:
         population.filter_runs(params)
     except ValueError as exc:
         raise exceptions.ValidationError({pointer: [str(exc)]}) from None
-    return answer_cache.query_items(params)
+    return population.filter_items(params)
 
 
 class PopulationView(APIView):

@@ -47,7 +47,15 @@ from benchdb.api.throttling import (
     client_address,
 )
 from benchdb.api.validation import check_upload
-from benchdb.results import answer_cache, answers, exports, ingest, owning, reads
+from benchdb.results import (
+    answer_cache,
+    answers,
+    exports,
+    ingest,
+    owning,
+    population,
+    reads,
+)
 from benchdb.results import compare as compare_mod
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
@@ -683,7 +691,7 @@ class AggregatesView(APIView):
         q = query.validated_data
         # Stored and served by the data version (results.answer_cache); the
         # filters are the answer's arguments, minus this view's own.
-        filters = answer_cache.query_items(request.query_params, AGGREGATE_OWN_PARAMS)
+        filters = population.filter_items(request.query_params, AGGREGATE_OWN_PARAMS)
         try:
             answer, found = answers.aggregates.with_freshness(
                 filters,

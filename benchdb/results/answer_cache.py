@@ -14,16 +14,16 @@ snapshot it was computed in, and how many runs were listed then).
   writes the table.
 - **One cheap read.**  A request reads the version row and the stored answer
   in one primary-key query (``fetch``).
-- **Fresh, and honest about it.**  ``results_dataversion`` is bumped by a
-  trigger at the commit of every transaction that writes runs (migration
-  0010): ``version`` for any change, ``removed`` when a run left a
-  population (deleted, hidden, unlisted or private, flagged, facets or
-  baseline changed).  A stored answer computed before the last removal is
-  never served: it is computed again from the live data (and stored).  One
-  computed before mere additions (new uploads) is served with its
-  ``Freshness`` (as of when, over how many runs, whether newer data exists)
-  until the worker's refresh (``results.refresh``), queued after every
-  ingest and moderation, replaces it.
+- **Fresh, and honest about it.**  ``results_dataversion`` is bumped by
+  the write functions (``refresh.announce``; a plain trigger, migration
+  0018, for writes outside them): ``version`` for any change, ``removed``
+  when a run may have left a population (deleted, hidden, unlisted or
+  private, flagged, retagged or edited).  A stored answer computed before
+  the last removal is never served: it is computed again from the live data
+  (and stored).  One computed before mere additions (new uploads) is served
+  with its ``Freshness`` (as of when, over how many runs, whether newer data
+  exists) until the worker's refresh (``results.refresh``), queued by the
+  write, replaces it.
 """
 
 from __future__ import annotations
@@ -182,24 +182,9 @@ def computing() -> bool:
     return _computing.get()
 
 
-def query_items(params, exclude: tuple = ()) -> list:
-    """The run filters among query parameters (``RunFilterSet``'s names, but
-    ``ordering`` and ``exclude``) as [[name, [values…]], …], names sorted:
-    the arguments of a stored answer over run filters."""
-    from benchdb.results.filters import RunFilterSet
-
-    names = set(RunFilterSet.base_filters) - {"ordering", *exclude}
-    # The date ranges' parameters are <name>_after / <name>_before.
-    return [
-        [name, list(params.getlist(name))]
-        for name in sorted(params)
-        if name in names
-        or (name.endswith(("_after", "_before")) and name.rsplit("_", 1)[0] in names)
-    ]
-
-
 def query_dict(items: list):
-    """``query_items`` back into a QueryDict."""
+    """Run filters as a stored answer's arguments (``population.filter_items``)
+    back into a QueryDict."""
     from django.http import QueryDict
 
     out = QueryDict(mutable=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from benchdb.results import compare, stats
+from benchdb.results import compare, refresh, stats
 from benchdb.results.compare import aggregate_repeat
 from benchdb.results.models import (
     METRIC_FIELDS,
@@ -534,6 +534,7 @@ def describe(run: Run, env: dict, tags: dict) -> None:
 
 def retag(run: Run, tags: dict) -> Run:
     """Replace a run's tags: columns, hardware and plausibility follow."""
+    listed = run.is_listed()
     with transaction.atomic():
         run.tags = dict(tags)
         describe(run, run.environment or {}, run.tags)
@@ -544,6 +545,8 @@ def retag(run: Run, tags: dict) -> Run:
         run.suspect = bool(reasons)
         run.suspect_reasons = reasons
         run.save()
+        # New facets can take a listed run out of a population.
+        refresh.announce(removal=listed)
     return run
 
 
@@ -713,4 +716,7 @@ def store_bundle(
         run.suspect_reasons = reasons
         run.save(update_fields=["suspect", "suspect_reasons", "updated"])
     link_pair(run, attached)
+    # A new run (and guests given their first baseline): nothing left a
+    # population; the refresh adds them.
+    refresh.announce(removal=False)
     return run

@@ -16,11 +16,12 @@ import uuid
 import orjson
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from benchdb.results import refresh
 from benchdb.results.vocab import (
     FACETS,
     AioMode,
@@ -459,15 +460,21 @@ class Run(models.Model):
         )
 
     def claim(self, user) -> None:
-        """Move an anonymous run into ``user``'s account; the key stops working."""
-        self.owner = user
-        self.owner_key_hash = ""
-        self.save(update_fields=["owner", "owner_key_hash", "updated"])
+        """Move an anonymous run into ``user``'s account; the key stops working.
+        No answer counts owners: the data changed, nothing left a population."""
+        with transaction.atomic():
+            self.owner = user
+            self.owner_key_hash = ""
+            self.save(update_fields=["owner", "owner_key_hash", "updated"])
+            refresh.announce(removal=False)
 
     def moderate(self, action: str, reason: str = "") -> None:
         """Staff moderation: flag/unflag (suspect, with the reason) or
         hide/unhide (out of every reader but its owner and staff,
-        ``readable_q``; its page says why)."""
+        ``readable_q``; its page says why).  Any of them but unhiding can take
+        a listed run out of a population (unflagging: out of the answers over
+        suspect runs)."""
+        listed = self.is_listed()
         if action == "flag":
             self.suspect = True
             self.suspect_reasons = [
@@ -482,7 +489,9 @@ class Run(models.Model):
             self.hidden, self.hidden_reason = False, ""
         else:
             raise ValueError(f"unknown moderation action {action!r}")
-        self.save()
+        with transaction.atomic():
+            self.save()
+            refresh.announce(removal=listed)
 
     def is_visible_to(self, user=None, owner_key: str = "") -> bool:
         """``readable_q`` for a loaded row: may ``user`` open this run?"""
@@ -787,12 +796,13 @@ class ApiToken(models.Model):
 class DataVersion(models.Model):
     """One row: what every across-runs answer depends on (``answer_cache``).
 
-    Bumped by a trigger on ``results_run`` (migration 0010) at the commit of
-    every transaction that inserts, updates or deletes runs: ``version`` goes
-    up by one; ``removed`` is set to the new version when that transaction
-    took a run out of a population (deleted, hidden, made unlisted or
-    private, flagged, or changed a listed run's facets or baseline), so a
-    stored answer computed before it is never served again.
+    ``version`` goes up by one with every transaction that changes runs: the
+    write functions announce it (``refresh.announce``), and a plain trigger
+    (migration 0018) bumps it for writes made outside them.  ``removed`` is
+    set to the new version by a write function that may have taken a listed
+    run out of a population (deleted, hidden, made unlisted or private,
+    flagged, retagged or edited), so a stored answer computed before it is
+    never served again.
     """
 
     version = models.BigIntegerField(default=0)

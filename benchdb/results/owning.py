@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from benchdb.results import ingest
+from benchdb.results import ingest, refresh
 from benchdb.results.models import Run
 
 
@@ -22,6 +22,7 @@ def edit_run(run: Run, changes: dict) -> Run:
     longer "read from the host" (``tag_sources``) but typed by a person."""
     changes = dict(changes)
     tags = changes.pop("tags", None)
+    listed = run.is_listed()
     with transaction.atomic():
         for field, value in changes.items():
             setattr(run, field, value)
@@ -35,13 +36,19 @@ def edit_run(run: Run, changes: dict) -> Run:
         run.save()
         if tags is not None:
             ingest.retag(run, tags)
+        # Its title (free-text search), visibility or tags may have taken a
+        # listed run out of a population.
+        refresh.announce(removal=listed)
     return run
 
 
 def delete_run(run: Run) -> None:
     """Delete the run with its results and raw outputs; saved comparisons
     and guests that named it say it is gone (``reads.saved_comparison``)."""
-    run.delete()
+    listed = run.is_listed()
+    with transaction.atomic():
+        run.delete()
+        refresh.announce(removal=listed)
 
 
 def claim_run(run: Run, user, key: str) -> bool:

@@ -588,7 +588,23 @@ def filter_runs(params, base: QuerySet | None = None) -> QuerySet:
 
 
 # Stored answers over run filters (declared in results.answers) ---------------
-# Their filters are ``answer_cache.query_items``: [[name, [values…]], …].
+# Their filters are ``filter_items``: [[name, [values…]], …].
+
+
+def filter_items(params, exclude: tuple = ()) -> list:
+    """The run filters among query parameters (``RunFilterSet``'s names, but
+    ``ordering`` and ``exclude``) as [[name, [values…]], …], names sorted:
+    the arguments of a stored answer over run filters."""
+    from benchdb.results.filters import RunFilterSet
+
+    names = set(RunFilterSet.base_filters) - {"ordering", *exclude}
+    # The date ranges' parameters are <name>_after / <name>_before.
+    return [
+        [name, list(params.getlist(name))]
+        for name in sorted(params)
+        if name in names
+        or (name.endswith(("_after", "_before")) and name.rsplit("_", 1)[0] in names)
+    ]
 
 
 def distribution_over(

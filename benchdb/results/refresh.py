@@ -1,9 +1,12 @@
 """The worker's refresh of the stored across-runs answers (``answer_cache``).
 
-After an ingest, a moderation, a visibility change, a claim, a PATCH or a
-deletion, ``schedule()`` queues one ``refresh_summaries`` task a few seconds
-later (``SUMMARY_REFRESH_DELAY_S``); uploads arriving meanwhile find it
-queued and add nothing, so a burst of uploads costs one refresh.  It runs on
+The write functions (ingest's store and retag, moderation, claim, an
+owner's edit and delete) ``announce`` what they changed: the data version
+goes up (with a removal mark when a listed run may have left a population),
+and once their transaction commits ``schedule()`` queues one
+``refresh_summaries`` task a few seconds later (``SUMMARY_REFRESH_DELAY_S``);
+uploads arriving meanwhile find it queued and add nothing, so a burst of
+uploads costs one refresh.  It runs on
 its own queue (``refresh``, settings.CELERY_TASK_ROUTES) in its own worker
 process, one at a time (a PostgreSQL advisory lock, whatever the number of
 refresh workers), so ingest never waits behind it.
@@ -33,11 +36,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from celery import shared_task
-from celery.signals import task_postrun
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
 from django.utils import timezone
 
 from benchdb.results import answer_cache, answers
@@ -134,6 +134,30 @@ def recover() -> bool:
             "refresh queued or running (a lost message or a refresh that died)"
         )
     return queued
+
+
+def announce(removal: bool) -> None:
+    """What a write function (store, moderate, claim, retag, edit, delete)
+    calls once it has written, inside its transaction: the data changed.
+
+    Bumps the data version, so every stored answer is served as not current
+    until the refresh, which this queues once the transaction commits.
+    ``removal``: a listed run may have left a population (hidden, flagged,
+    made private, retagged, edited, deleted), so no answer stored before is
+    served at all: it is computed again on its next read.  The version row
+    stays locked until the commit: write functions announce last.  (The
+    database's backstop trigger, migration 0018, bumps the version once more
+    at the commit: it is there for writes outside these functions.)
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO results_dataversion AS v (id, version, removed, changed) "
+            "VALUES (1, 1, %(removed)s, clock_timestamp()) ON CONFLICT (id) DO "
+            "UPDATE SET version = v.version + 1, changed = EXCLUDED.changed, "
+            "removed = CASE WHEN %(removal)s THEN v.version + 1 ELSE v.removed END",
+            {"removal": removal, "removed": 1 if removal else 0},
+        )
+    schedule_on_commit()
 
 
 def schedule_on_commit() -> None:
@@ -262,32 +286,3 @@ def refresh_summaries(scheduled: bool = False) -> dict | None:
         log.info("summary refresh skipped: another refresh has covered it")
         return None
     return refresh()
-
-
-# Writes that change answers queue a refresh ----------------------------------
-
-
-@task_postrun.connect
-def _after_ingest(sender=None, state=None, **kwargs) -> None:
-    """After each ingest task (helper ``tasks.ingest``): one coalesced refresh."""
-    if getattr(sender, "name", "") != "benchdb.results.tasks.ingest":
-        return
-    _schedule_quietly()
-
-
-def _run_changed(sender, **kwargs) -> None:
-    schedule_on_commit()
-
-
-def connect_model_signals() -> None:
-    """Moderation, visibility, claim, PATCH and deletion go through
-    ``Run.save()`` / ``delete()``: each queues a refresh after its commit."""
-    from benchdb.results.models import Run
-
-    receiver(post_save, sender=Run, dispatch_uid="benchdb-refresh-save")(_run_changed)
-    receiver(post_delete, sender=Run, dispatch_uid="benchdb-refresh-delete")(
-        _run_changed
-    )
-
-
-connect_model_signals()

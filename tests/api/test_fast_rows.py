@@ -361,7 +361,7 @@ def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
     assert page.context["freshness"]["current"]
 
     # A run leaving the list: never served from before.
-    Run.objects.filter(pk=shapes["guest"].pk).update(hidden=True, hidden_reason="test")
+    Run.objects.get(pk=shapes["guest"].pk).moderate("hide", "test")
     page = client.get("/")
     assert page.context["run_count"] == live["run_count"]
     assert {k: page.context[k] for k in live} == answers.home_counts.live()
