@@ -54,10 +54,6 @@ from scipy import stats as sps
 
 from benchdb.results import stats
 
-# The version of these answers' shape and arithmetic: part of the key of
-# every stored answer built from them (``answer_cache``), so an answer
-# computed by older code is never served.
-VERSION = 2
 # Below this many systems the signed-rank test cannot reach p < 0.05.
 MIN_SYSTEMS = 6
 # Draws of the Bayesian signed-rank posterior (baycomp's default).

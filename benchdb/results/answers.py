@@ -42,8 +42,8 @@ from benchdb.results import answer_cache
 
 
 class Answer:
-    """One stored answer: ``Answer("home_counts", "benchdb.results.reads:home_counts",
-    version=1)``.
+    """One stored answer: its name, its compute function as
+    ``"module:function"``, its version (part of the key it is stored under).
 
     ``defaults``: the argument tuples every refresh keeps current, or a
     function of no arguments that returns them (read when the refresh runs,
@@ -102,6 +102,7 @@ CATALOGUE: dict[str, Answer] = {}
 
 
 def declare(name: str, compute: str, version: int, defaults=()) -> Answer:
+    """Add an answer to the catalogue (once per name)."""
     if name in CATALOGUE:
         raise ValueError(f"answer {name!r} is declared twice")
     CATALOGUE[name] = answer = Answer(name, compute, version, defaults)

@@ -16,10 +16,10 @@ from pathlib import Path
 from django.http import QueryDict
 
 from benchdb.api.serializers import RUN_LIST_FIELDS, RunListSerializer
-from benchdb.results import compare, exports, ingest, reads, summaries, vocab
+from benchdb.results import compare, exports, ingest, reads, reports, summaries, vocab
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import LISTED_FACET_COLUMNS
-from benchdb.web import answers, present
+from benchdb.web import present
 from benchdb_agent import contract, vm
 from benchdb_agent import vocab as agent_vocab
 from benchdb_agent.hostconfig import model as hostconfig_model
@@ -88,7 +88,7 @@ def test_the_layout_and_the_cache_modes():
     for derived in (
         summaries.CACHE_ORDER,
         reads.CACHE_ORDER,
-        answers.CACHE_MODES,
+        reports.CACHE_MODES,
         vm.CACHE_MODES,
         proxmox.CACHE_MODES,
     ):
