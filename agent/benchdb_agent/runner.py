@@ -1337,7 +1337,9 @@ def summary_table(doc: dict) -> str:
         )
         series = repeat_series(test)
         figure = stats.summarize(series.get(metric, []))
-        if figure["ci95_low"] is not None:
+        if stats.too_wide(figure["ci95_low"], figure["ci95_high"]):
+            interval = stats.too_noisy_text(figure["n"])
+        elif figure["ci95_low"] is not None:
             interval = (
                 f"{stats.human(figure['ci95_low'], metric)} - "
                 f"{stats.human(figure['ci95_high'], metric)}"

@@ -25,6 +25,31 @@ CONFIDENCE = 0.95
 MIN_REPEATS = 3
 NOT_ENOUGH = "not enough repeats to estimate noise"
 ZERO = "no interval: a repeat measured zero"
+# An interval whose upper bound is more than this many times its lower is too
+# wide to estimate anything (``too_wide``; benchdb/results/stats.py says why
+# 10): the run page, the exports and this table say so instead of its bounds.
+TOO_WIDE_FACTOR = 10.0
+TOO_NOISY = "too noisy to estimate"
+
+
+def too_wide(low, high) -> bool:
+    """Whether a 95% interval (of a positive figure, or of a ratio) is too
+    wide to estimate anything: its lower bound at or below zero, or its upper
+    bound more than ``TOO_WIDE_FACTOR`` times its lower.  False without an
+    interval (that is "not enough repeats", said otherwise)."""
+    if low is None or high is None:
+        return False
+    if low <= 0:
+        return True
+    return high > low * TOO_WIDE_FACTOR
+
+
+def too_noisy_text(n, unit: str = "repeat") -> str:
+    """What is shown instead of a too-wide interval's bounds: "too noisy to
+    estimate (3 repeats)"."""
+    if not n:
+        return TOO_NOISY
+    return f"{TOO_NOISY} ({n} {unit}{'' if n == 1 else 's'})"
 
 
 def mean_sd(xs: list) -> tuple:

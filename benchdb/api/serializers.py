@@ -662,6 +662,15 @@ class CompareQuerySerializer(serializers.Serializer):
         return ids
 
 
+# What every interval's flag says (``stats.too_wide``: the one rule).
+TOO_WIDE_HELP = (
+    "The interval is too wide to estimate anything: its lower bound at or "
+    "below zero, or its upper bound more than 10 times its lower. Pages show "
+    "'too noisy to estimate' and exports leave the interval empty; the bounds "
+    "here stay as computed."
+)
+
+
 class CompareEntrySerializer(serializers.Serializer):
     run = serializers.IntegerField()
     n = serializers.IntegerField()
@@ -676,6 +685,7 @@ class CompareEntrySerializer(serializers.Serializer):
     ci95_high = serializers.FloatField(
         allow_null=True, help_text="95% interval of gmean (log scale), 3+ repeats."
     )
+    ci95_too_wide = serializers.BooleanField(help_text=TOO_WIDE_HELP)
     values = serializers.ListField(child=serializers.FloatField())
     delta_percent = serializers.FloatField(allow_null=True)
     p_value = serializers.FloatField(allow_null=True)
@@ -697,6 +707,10 @@ class CompareEntrySerializer(serializers.Serializer):
     )
     ratio_low = serializers.FloatField(allow_null=True)
     ratio_high = serializers.FloatField(allow_null=True)
+    ratio_too_wide = serializers.BooleanField(
+        help_text="ratio_low…ratio_high is too wide to estimate anything (as "
+        "ci95_too_wide)."
+    )
     p_adjusted = serializers.FloatField(
         allow_null=True, help_text="Holm-adjusted over the runs compared."
     )

@@ -526,6 +526,7 @@ def _computed(
         entry["stdev"] = sd
         entry["ci95_low"] = low
         entry["ci95_high"] = high
+        entry["ci95_too_wide"] = stats.too_wide(low, high)
         entry["min"] = own.min
         entry["max"] = own.max
         entry["note"] = note
@@ -546,6 +547,7 @@ def _computed(
             entry["ratio"] = r["ratio"]
             entry["ratio_low"] = r["low"]
             entry["ratio_high"] = r["high"]
+            entry["ratio_too_wide"] = stats.too_wide(r["low"], r["high"])
             entry["p_value"] = r["p"]
             entry["p_adjusted"] = p_adjusted
             entry["p_text"] = p_text
@@ -680,6 +682,7 @@ _BLANK_ENTRY = {
     "stdev": None,
     "ci95_low": None,
     "ci95_high": None,
+    "ci95_too_wide": False,
     "min": None,
     "max": None,
     "note": None,
@@ -688,6 +691,7 @@ _BLANK_ENTRY = {
     "ratio": None,
     "ratio_low": None,
     "ratio_high": None,
+    "ratio_too_wide": False,
     "p_value": None,
     "p_adjusted": None,
     "p_text": None,

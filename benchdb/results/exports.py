@@ -77,11 +77,13 @@ COMPARE_COLUMNS = (
     "stdev",
     "ci95_low",
     "ci95_high",
+    "ci95_too_wide",
     "delta_percent",
     "gmean",
     "ratio",
     "ratio_low",
     "ratio_high",
+    "ratio_too_wide",
     "p_value",
     "p_adjusted",
     "verdict",
@@ -347,7 +349,13 @@ def run_export_response(
 
 
 def comparison_rows(result: dict) -> Iterator[tuple]:
-    """A comparison (``compare.build_comparison``) as ``COMPARE_COLUMNS`` rows."""
+    """A comparison (``compare.build_comparison``) as ``COMPARE_COLUMNS`` rows.
+
+    An interval too wide to mean anything (``stats.too_wide``) is written as
+    empty cells with its ``*_too_wide`` flag true, never as its bounds: a
+    spreadsheet would take them for a measurement (the API keeps them)."""
+    from benchdb.results import stats
+
     for test in result["tests"]:
         for metric in test["metrics"]:
             for entry in metric["runs"]:
@@ -359,6 +367,13 @@ def comparison_rows(result: dict) -> Iterator[tuple]:
                     "reference": result["reference"],
                     **entry,
                 }
+                for low, high, flag in (
+                    ("ci95_low", "ci95_high", "ci95_too_wide"),
+                    ("ratio_low", "ratio_high", "ratio_too_wide"),
+                ):
+                    row[flag] = stats.too_wide(row.get(low), row.get(high))
+                    if row[flag]:
+                        row[low] = row[high] = None
                 yield tuple(row.get(c) for c in COMPARE_COLUMNS)
 
 

@@ -50,6 +50,16 @@ Choices, and why:
   Hodges–Lehmann ratio, Friedman with Nemenyi's critical difference, the
   Bayesian signed-rank test's probabilities of better / equivalent / worse)
   is ``results.across``, on the same SciPy and the same margin.
+- **An interval too wide to mean anything is not shown as a number**
+  (``too_wide``): a 95% interval of a positive figure or of a ratio whose
+  lower bound is at or below zero, or whose upper bound is more than
+  ``TOO_WIDE_FACTOR`` (10) times its lower, is "too noisy to estimate".  A
+  factor 10 is an interval that cannot place the figure within its order of
+  magnitude (the centre known only to within ×/÷ 3.2); with 3 repeats it is
+  a coefficient of variation of about 50% on the log scale, far beyond the
+  ±5% the verdicts judge.  Printing its bounds ("CI −98.5%…+238298.8%",
+  "0 IOPS – 117,599 IOPS") looks like a measurement and is none.  The
+  bounds stay as computed in the API and exports, with the flag beside them.
 - **Latency percentiles are never averaged**: a p99 of three repeats is
   shown as the three p99s and their range (``percentile_range()``).
 """
@@ -66,7 +76,14 @@ from scipy import stats as sps
 
 # A run's figure is defined once, in the agent (stdlib, so its end-of-run
 # table shows what the run page shows): mean and sample standard deviation of
-# a short list, the centre of every log-scale interval here.
+# a short list, the centre of every log-scale interval here; and when an
+# interval is too wide to mean anything (re-exported: its one home).
+from benchdb_agent.stats import (  # noqa: F401
+    TOO_NOISY,
+    TOO_WIDE_FACTOR,
+    too_noisy_text,
+    too_wide,
+)
 from benchdb_agent.stats import mean_sd as _mean_sd
 
 CONFIDENCE = 0.95
@@ -268,6 +285,14 @@ def format_percent(value: float) -> str:
     return f"{value:+.1f}%"
 
 
+def too_wide_percent(low: float | None, high: float | None) -> bool:
+    """``too_wide`` of a ratio's interval given as percent changes
+    (−98.5…+238298.8 is the ratio 0.015…2383.99)."""
+    if low is None or high is None:
+        return False
+    return too_wide(1.0 + low / 100.0, 1.0 + high / 100.0)
+
+
 def repeats_needed(
     sd_log_reference: float | None,
     sd_log_other: float | None,
@@ -333,9 +358,14 @@ def verdict(
         return out
     out["percent_low"] = (r["low"] - 1.0) * 100.0
     out["percent_high"] = (r["high"] - 1.0) * 100.0
-    ci = (
-        f"CI {format_percent(out['percent_low'])}…{format_percent(out['percent_high'])}"
-    )
+    if too_wide(r["low"], r["high"]):
+        n = min(r.get("n_reference") or 0, r.get("n_other") or 0)
+        ci = f"interval {too_noisy_text(n)}"
+    else:
+        ci = (
+            f"CI {format_percent(out['percent_low'])}…"
+            f"{format_percent(out['percent_high'])}"
+        )
     lo_band, hi_band = equivalence_band(margin_percent)
     if p_adjusted is not None and p_adjusted < ALPHA and r["ratio"] != 1.0:
         up = r["ratio"] > 1.0

@@ -24,11 +24,14 @@ from django.utils.timezone import template_localtime
 from benchdb.results import compare, vocab
 from benchdb.web.templatetags.benchdb_format import (
     human,
+    interval_text,
+    loses_data,
     metric_axis,
     metric_scale,
     metric_unit,
     metric_words,
     pct,
+    too_noisy,
 )
 from benchdb_agent import suite as agent_suite
 
@@ -131,15 +134,21 @@ def group_slug(test: dict) -> str:
     return _slug(test["group"] or "other")
 
 
-def mark(entry: dict, is_reference: bool) -> str:
+# A faster run whose cache mode loses flushed data on a host power failure
+# (``loses_data``): never "▲ better", which pages colour green.
+UNSAFE_FASTER = "⚠ unsafe on host power loss:"
+
+
+def mark(entry: dict, is_reference: bool, unsafe: bool = False) -> str:
     """A bar's significance against the reference, in one or two characters
-    plus a word: ▲ better, ▼ worse, = same, ? cannot tell."""
+    plus a word: ▲ better, ▼ worse, = same, ? cannot tell; ⚠ for a run
+    faster than the reference that is ``unsafe`` (``loses_data``)."""
     if is_reference:
         return "reference"
     verdict = entry.get("verdict")
     better = entry.get("better")
     if verdict in ("faster", "better") or (verdict == "significant" and better):
-        return "▲ better"
+        return UNSAFE_FASTER if unsafe else "▲ better"
     if verdict in ("slower", "worse") or (verdict == "significant" and better is False):
         return "▼ worse"
     if verdict == "equivalent":
@@ -195,6 +204,7 @@ def chart_groups(data: dict, labels: dict, rows: bool = True) -> list[dict]:
     """
     reference = data["reference"]
     run_ids = [r["id"] for r in data["runs"]]
+    unsafe = {r["id"] for r in data["runs"] if loses_data(r.get("cache_mode"))}
     by_group = defaultdict(list)
     for test in data["tests"]:
         by_group[test["group"] or "other"].append(test)
@@ -205,7 +215,7 @@ def chart_groups(data: dict, labels: dict, rows: bool = True) -> list[dict]:
     )
     for name in order:
         tests = by_group[name]
-        table = _rows(tests, labels, reference) if rows else []
+        table = _rows(tests, labels, reference, unsafe) if rows else []
         group = {
             "name": name,
             "slug": _slug(name),
@@ -219,31 +229,30 @@ def chart_groups(data: dict, labels: dict, rows: bool = True) -> list[dict]:
         if name == "fio-iodepth-sweep":
             group["lines"] = _sweep_charts(tests, labels, run_ids)
         else:
-            group["bars"] = _bar_charts(tests, labels, run_ids, reference)
+            group["bars"] = _bar_charts(tests, labels, run_ids, reference, unsafe)
         groups.append(group)
     return groups
 
 
-def _rows(tests: list[dict], labels: dict, reference: int) -> list[dict]:
+def _rows(
+    tests: list[dict], labels: dict, reference: int, unsafe=frozenset()
+) -> list[dict]:
     return [
-        _row(test, m, e, labels[e["run"]], e["run"] == reference)
+        _row(test, m, e, labels[e["run"]], e["run"] == reference, e["run"] in unsafe)
         for test in tests
         for m in test["metrics"]
         for e in m["runs"]
     ]
 
 
-def _row(test: dict, m: dict, e: dict, label: str, is_reference: bool) -> dict:
+def _row(
+    test: dict, m: dict, e: dict, label: str, is_reference: bool, unsafe=False
+) -> dict:
     """One table row, every cell formatted here: a full comparison has
     hundreds of rows, and Python formats them far faster than template
     filters do."""
     metric = m["metric"]
-    if e.get("ci95_low") is not None:
-        interval = f"{human(e['ci95_low'], metric)} – {human(e['ci95_high'], metric)}"
-    elif e.get("min") is not None:
-        interval = f"{human(e['min'], metric)} – {human(e['max'], metric)} (min–max)"
-    else:
-        interval = "—"
+    interval = interval_text(e, metric)
     if is_reference:
         delta = "reference"
     elif e.get("delta_percent") is not None:
@@ -256,7 +265,7 @@ def _row(test: dict, m: dict, e: dict, label: str, is_reference: bool) -> dict:
         if e.get("p_value") is not None:
             verdict += f" (p = {e['p_value']:.3f})"
     overhead = (e.get("overhead") or {}).get("text") or ""
-    the_mark = mark(e, is_reference)
+    the_mark = mark(e, is_reference, unsafe)
     return {
         "test": test,
         "metric": m,
@@ -271,7 +280,11 @@ def _row(test: dict, m: dict, e: dict, label: str, is_reference: bool) -> dict:
             "verdict": verdict,
             "overhead": overhead,
         },
-        "css": "verdict-" + (e.get("verdict") or "reference").replace(" ", "-"),
+        "css": "verdict-"
+        + (e.get("verdict") or "reference").replace(" ", "-")
+        + (" safety-unsafe" if unsafe else ""),
+        "unsafe": unsafe,
+        "noisy": too_noisy(e),
     }
 
 
@@ -305,11 +318,17 @@ def _row_html(row: dict) -> str:
         f'data-metric="{esc(row["metric"]["metric"])}" data-run="{e["run"]}" '
         f'data-mean="{_repr_html(e["mean"])}" '
         f'data-gmean="{_repr_html(e["gmean"])}" '
-        f'class="{esc(row["css"])}"><td>{esc(row["test"]["title"])}</td>'
-        f"<td>{esc(c['metric'])}</td><td>{esc(row['label'])}</td>"
-        f"<td>{escape(c['mean'])}</td><td>{escape(c['interval'])}</td>"
-        f"<td>{e['n']}</td><td>{escape(c['delta'])}</td>"
-        f"<td>{mark}{escape(c['verdict'])}{small}</td></tr>\n"
+        f'class="{esc(row["css"])}"><td class="name" data-label="Test">'
+        f"{esc(row['test']['title'])}</td>"
+        f'<td data-label="Figure">{esc(c["metric"])}</td>'
+        f'<td class="name" data-label="Run">{esc(row["label"])}</td>'
+        f'<td class="figure" data-label="Geometric mean">{escape(c["mean"])}</td>'
+        f'<td class="interval{" too-noisy" if row["noisy"] else ""}" '
+        f'data-label="95% interval">{escape(c["interval"])}</td>'
+        f'<td data-label="n">{e["n"]}</td>'
+        f'<td data-label="vs reference">{escape(c["delta"])}</td>'
+        f'<td class="verdict" data-label="Verdict">{mark}{escape(c["verdict"])}'
+        f"{small}</td></tr>\n"
     )
 
 
@@ -339,7 +358,10 @@ def _chosen(test: dict) -> dict | None:
     )
 
 
-def _bar_charts(tests, labels, run_ids, reference) -> list[dict]:
+def _bar_charts(tests, labels, run_ids, reference, unsafe=frozenset()) -> list[dict]:
+    """Horizontal bars per figure: a category per test, a dataset per run
+    (``_bar_dataset``), each with its mark against the reference; a run that
+    loses flushed data (``unsafe``) is never marked "better"."""
     by_metric = defaultdict(list)
     for test in tests:
         chosen = _chosen(test)
@@ -350,24 +372,15 @@ def _bar_charts(tests, labels, run_ids, reference) -> list[dict]:
         scale = metric_scale(metric)
         datasets = []
         for rid in run_ids:
-            values, lows, highs, marks = [], [], [], []
-            for _test, m in pairs:
-                e = next((e for e in m["runs"] if e["run"] == rid), {})
-                value = centre(e)
-                low, high = _interval(e)
-                values.append(None if value is None else value / scale)
-                lows.append(None if low is None else low / scale)
-                highs.append(None if high is None else high / scale)
-                marks.append(mark(e, rid == reference) if e else "")
-            datasets.append(
-                {
-                    "label": labels[rid],
-                    "values": values,
-                    "low": lows,
-                    "high": highs,
-                    "marks": marks,
-                }
-            )
+            entries = [
+                next((e for e in m["runs"] if e["run"] == rid), {}) for _t, m in pairs
+            ]
+            dataset = _bar_dataset(labels[rid], entries, metric, scale)
+            dataset["marks"] = [
+                mark(e, rid == reference, rid in unsafe) if e else "" for e in entries
+            ]
+            dataset["unsafe"] = rid in unsafe
+            datasets.append(dataset)
         charts.append(
             {
                 "title": metric_words(metric),
@@ -493,7 +506,7 @@ def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:
                         r["result"].title or r["result"].test_id for r in chart_rows
                     ],
                     "datasets": [
-                        _run_dataset(label, [r[key] for r in chart_rows], scale)
+                        _bar_dataset(label, [r[key] for r in chart_rows], metric, scale)
                         for key, label in datasets
                     ],
                 }
@@ -548,7 +561,9 @@ def _run_row_html(row: dict) -> str:
         centre_text = escape(human(mean, metric)) + " (arithmetic mean)"
     else:
         centre_text = escape(human(mean, metric))
-    if low is not None and _greater(low, 0):
+    if low is not None and high is not None and too_noisy(summary):
+        interval = escape(interval_text(summary, metric))
+    elif low is not None and _greater(low, 0):
         interval = f"{escape(human(low, metric))} – {escape(human(high, metric))}"
     elif summary.get("min") is not None:
         few = ": not enough repeats to estimate noise" if _less(n, 3) else ""
@@ -599,19 +614,28 @@ def _less(a, b) -> bool:
         return False
 
 
-def _run_dataset(label: str, summaries: list[dict], scale: float) -> dict:
-    values, lows, highs = [], [], []
+def _bar_dataset(label: str, summaries: list[dict], metric: str, scale: float) -> dict:
+    """One run's bars: per test its figure (``centre``) in the shown unit,
+    the text printed on the bar (as the table writes it), its 95% interval
+    (None when there is none, or when it is too wide to mean anything:
+    ``noisy`` then says so and no whisker is drawn)."""
+    values, lows, highs, texts, noisy = [], [], [], [], []
     for summary in summaries:
         value = centre(summary)
-        low, high = _interval(summary)
+        wide = too_noisy(summary)
+        low, high = (None, None) if wide else _interval(summary)
         values.append(None if value is None else value / scale)
         lows.append(None if low is None else low / scale)
         highs.append(None if high is None else high / scale)
+        texts.append("" if value is None else human(value, metric))
+        noisy.append(wide)
     return {
         "label": label,
         "values": values,
         "low": lows,
         "high": highs,
+        "texts": texts,
+        "noisy": noisy,
         "marks": ["" for _ in summaries],
     }
 
@@ -845,10 +869,12 @@ def markdown(groups: list[dict]) -> str:
         text = escape(" ".join(str(text).split()), quote=False)
         return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
+    # An interval too wide to mean anything (``too_noisy``) leaves its cell
+    # empty and says so in a column of its own: never a number to quote.
     lines = [
-        "| test | figure | run | geometric mean | 95% interval | vs reference "
-        "| verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| test | figure | run | geometric mean | 95% interval | too noisy to "
+        "estimate | vs reference | verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for group in groups:
         for row in group["rows"]:
@@ -856,6 +882,8 @@ def markdown(groups: list[dict]) -> str:
             if chosen is None or row["metric"]["metric"] != chosen["metric"]:
                 continue
             c = row["cells"]
+            noisy = too_noisy(row["entry"])
+            n = row["entry"].get("n")
             lines.append(
                 "| "
                 + " | ".join(
@@ -865,7 +893,8 @@ def markdown(groups: list[dict]) -> str:
                         c["metric"],
                         row["label"],
                         c["mean"],
-                        c["interval"],
+                        "" if noisy else c["interval"],
+                        f"yes ({n} repeats)" if noisy else "",
                         c["delta"],
                         c["verdict"] or row["entry"].get("note") or "",
                     )

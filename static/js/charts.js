@@ -2,9 +2,12 @@
  * (json_script): [{slug, bars: [...], lines: [...]}], one entry per test group.
  *
  * bars:  {title, axis, unit, categories: [test title], datasets: [{label,
- *         values, low, high, marks}]} -> horizontal bars, one category per
- *         test with its full title, one colour per run, whiskers low..high
- *         and each bar's mark against the reference (▲ ▼ = ≈ ?) at its end.
+ *         values, low, high, texts, noisy, marks, unsafe}]} -> horizontal
+ *         bars, one category per test with its full title, one colour per
+ *         run, each test on its own scale (one run alone: a log axis), the
+ *         figure printed on each bar, whiskers low..high (none when the
+ *         interval is too noisy to estimate) and each bar's mark against the
+ *         reference (▲ ▼ = ≈ ?, ⚠ faster but unsafe) at its end.
  * lines: {title, axis, series: [{label, points: [{x, y, low, high}]}]}
  *         -> queue-depth curves as fio-plot draws them: depth on a log2 axis
  *         in numeric order, one line per run with its 95% band.
@@ -32,49 +35,99 @@
     return lines;
   }
 
-  // Whiskers and marks for horizontal bars.
-  const whiskers = {
-    id: "whiskers",
+  // What each bar says, drawn on it: its figure (the table's text), "noisy"
+  // when its interval is too wide to mean anything, its whisker (clipped at
+  // the plot's edge, with an arrow) and its mark against the reference.
+  const MARK_COLOURS = { "▲": "#2b8a3e", "▼": "#c92a2a", "⚠": "#c92a2a" };
+  const valueLabels = {
+    id: "valueLabels",
     afterDatasetsDraw(chart) {
       const ctx = chart.ctx;
       const x = chart.scales.x;
+      const area = chart.chartArea;
+      const small = chart.width < 420;
       chart.data.datasets.forEach((ds, di) => {
         const meta = chart.getDatasetMeta(di);
         if (meta.hidden) return;
         meta.data.forEach((bar, i) => {
-          const low = ds.low[i], high = ds.high[i];
-          const cap = Math.min(5, bar.height / 3);
+          if (ds.data[i] === null || ds.data[i] === undefined) return;
+          const start = Math.max(area.left, Math.min(bar.base, bar.x));
+          const endBar = Math.max(bar.base, bar.x);
+          const cap = Math.min(4, bar.height / 3);
           ctx.save();
-          ctx.strokeStyle = "#212529";
-          ctx.lineWidth = 1.3;
-          let end = bar.x;
-          if (low !== null && high !== null) {
-            const a = x.getPixelForValue(low), b = x.getPixelForValue(high);
+          // Whisker.
+          let end = endBar;
+          const low = ds.low[i], high = ds.high[i];
+          if (low !== null && high !== null && low !== undefined && high !== undefined) {
+            const a = Math.max(area.left, x.getPixelForValue(low));
+            const raw = x.getPixelForValue(high);
+            const b = Math.min(area.right, raw);
+            ctx.strokeStyle = "#212529";
+            ctx.lineWidth = 1.2;
             ctx.beginPath();
             ctx.moveTo(a, bar.y); ctx.lineTo(b, bar.y);
             ctx.moveTo(a, bar.y - cap); ctx.lineTo(a, bar.y + cap);
-            ctx.moveTo(b, bar.y - cap); ctx.lineTo(b, bar.y + cap);
+            if (raw > area.right) { // beyond the plot: an arrow, not a cap
+              ctx.moveTo(b - 5, bar.y - cap); ctx.lineTo(b, bar.y); ctx.lineTo(b - 5, bar.y + cap);
+            } else {
+              ctx.moveTo(b, bar.y - cap); ctx.lineTo(b, bar.y + cap);
+            }
             ctx.stroke();
             end = Math.max(end, b);
           }
+          // The figure, inside the bar when it fits, else after it.
+          let text = ds.texts[i];
+          if (ds.noisy[i]) text += " (noisy)";
+          ctx.font = `${small ? 11 : 12}px system-ui, sans-serif`;
+          ctx.textBaseline = "middle";
+          const w = ctx.measureText(text).width;
+          let after, left;
+          if (endBar - start >= w + 8) {
+            left = endBar - 4 - w;
+            ctx.fillStyle = "#fff";
+            ctx.textAlign = "right";
+            ctx.fillText(text, endBar - 4, bar.y);
+            after = end + 4;
+          } else {
+            left = Math.min(endBar + 4, area.right - w);
+            ctx.textAlign = "left";
+            ctx.lineWidth = 3;
+            ctx.strokeStyle = "rgba(255,255,255,0.9)";
+            ctx.strokeText(text, left, bar.y);
+            ctx.fillStyle = "#1b1f24";
+            ctx.fillText(text, left, bar.y);
+            after = Math.max(end, left + w) + 4;
+          }
+          // What was written where, for the browser tests (each figure whole
+          // inside the canvas).
+          chart.$labels.push({ text, left, right: left + w, y: bar.y });
+          // The mark against the reference (▲ better, ⚠ faster but unsafe…).
           const mark = (ds.marks[i] || "").split(" ")[0];
           if (mark && mark !== "reference") {
-            ctx.fillStyle = mark === "▲" ? "#2b8a3e" : mark === "▼" ? "#c92a2a" : "#495057";
-            ctx.font = "bold 12px system-ui, sans-serif";
-            ctx.textBaseline = "middle";
-            ctx.fillText(mark, end + 4, bar.y);
+            ctx.fillStyle = MARK_COLOURS[mark] || "#495057";
+            ctx.font = `bold ${small ? 11 : 12}px system-ui, sans-serif`;
+            ctx.textAlign = "left";
+            ctx.fillText(mark, Math.min(after, area.right + 2), bar.y);
           }
           ctx.restore();
         });
       });
     },
+    beforeDraw(chart) { chart.$labels = []; },
   };
 
-  function figure(container, title, describedBy) {
+  function figure(container, title, describedBy, note) {
     const fig = document.createElement("figure");
     fig.className = "chart";
     const caption = document.createElement("figcaption");
     caption.textContent = title;
+    if (note) {
+      const small = document.createElement("small");
+      small.className = "chart-note";
+      small.textContent = note;
+      caption.appendChild(document.createElement("br"));
+      caption.appendChild(small);
+    }
     const box = document.createElement("div");
     box.className = "canvas-box";
     const canvas = document.createElement("canvas");
@@ -89,61 +142,88 @@
     return { canvas, box };
   }
 
+  // Tests that differ 1000x cannot share a linear axis: with runs side by
+  // side, each test gets its own scale (its highest figure spans the plot)
+  // and every bar carries its figure, so no axis is drawn.  One run alone
+  // (the run page) has no one to stand beside: its tests share a log axis.
   function barChart(container, chart, tableId) {
-    const { canvas, box } = figure(container, chart.title, tableId);
+    const several = chart.datasets.length > 1;
+    const { canvas, box } = figure(
+      container, chart.title, tableId,
+      several ? `${chart.axis}. Each test has its own scale: bars are relative to its highest figure, printed on each bar.`
+              : `${chart.axis}, log scale.`);
     const narrow = container.clientWidth < 600;
     const bars = chart.categories.length * Math.max(1, chart.datasets.length);
-    // Room for every bar, the axis and a legend line per run or two.
-    const legend = chart.datasets.length > 1
-      ? Math.ceil(chart.datasets.length / (narrow ? 1 : 2)) * 22 : 0;
-    const labelLines = chart.categories.reduce((n, c) => n + wrap(c, narrow ? 18 : 32).length, 0);
-    box.style.height = Math.max(120, bars * 24, labelLines * 16) + legend + 70 + "px";
-    let top = 0;
-    chart.datasets.forEach((ds) => ds.values.forEach((v, i) => {
-      top = Math.max(top, v || 0, ds.high[i] || 0);
-    }));
+    const legend = several ? Math.ceil(chart.datasets.length / (narrow ? 1 : 2)) * 22 : 0;
+    const wrapAt = narrow ? 16 : 30;
+    const labelLines = chart.categories.reduce((n, c) => n + wrap(c, wrapAt).length, 0);
+    box.style.height = Math.max(90, bars * (narrow ? 19 : 21), labelLines * 15) + legend + (several ? 24 : 50) + "px";
+    // Per test: its highest figure (never its whisker) is the scale's 100.
+    const top = chart.categories.map((_c, i) => Math.max(0, ...chart.datasets.map((ds) => ds.values[i] || 0)));
+    const rel = (v, i) => (v === null || v === undefined || !top[i] ? null : (v / top[i]) * 100);
+    const positive = chart.datasets.flatMap((ds) => ds.values.filter((v) => v > 0));
+    const floor = positive.length ? Math.pow(10, Math.floor(Math.log10(Math.min(...positive)))) : 1;
+    const datasets = chart.datasets.map((ds, k) => {
+      const colour = palette[k % palette.length];
+      const out = {
+        label: ds.label + (ds.unsafe ? " ⚠ unsafe" : ""),
+        raw: ds.values,
+        texts: ds.values.map((v, i) => (ds.texts && ds.texts[i]) || (v === null ? "" : `${fmt.format(v)} ${chart.unit}`)),
+        noisy: ds.noisy || ds.values.map(() => false),
+        marks: ds.marks,
+        backgroundColor: colour,
+        barPercentage: 0.9,
+        categoryPercentage: 0.88,
+      };
+      if (several) {
+        out.data = ds.values.map(rel);
+        out.low = ds.low.map(rel);
+        out.high = ds.high.map(rel);
+      } else {
+        out.data = ds.values.map((v) => (v > 0 ? v : null));
+        out.low = ds.low.map((v) => (v > 0 ? v : null));
+        out.high = ds.high;
+      }
+      return out;
+    });
+    const x = several
+      ? { min: 0, max: 100, display: false }
+      : { type: "logarithmic", min: floor,
+          ticks: { callback: (v) => (Math.log10(v) % 1 === 0 ? fmt.format(v) : "") },
+          title: { display: !narrow, text: chart.axis } };
     new Chart(canvas, {
       type: "bar",
-      data: {
-        labels: chart.categories.map((c) => wrap(c, narrow ? 18 : 32)),
-        datasets: chart.datasets.map((ds, i) => ({
-          label: ds.label,
-          data: ds.values,
-          low: ds.low,
-          high: ds.high,
-          marks: ds.marks,
-          backgroundColor: palette[i % palette.length],
-          barPercentage: 0.9,
-          categoryPercentage: 0.85,
-        })),
-      },
+      data: { labels: chart.categories.map((c) => wrap(c, wrapAt)), datasets },
       options: {
         indexAxis: "y",
         maintainAspectRatio: false,
         animation: false,
+        layout: { padding: { right: 20 } },
         plugins: {
-          legend: { display: chart.datasets.length > 1, position: "top", align: "start" },
+          legend: { display: several, position: "top", align: "start",
+                    labels: { boxWidth: 12, font: { size: narrow ? 11 : 12 } } },
           tooltip: {
             callbacks: {
               label(item) {
                 const ds = item.dataset, i = item.dataIndex;
-                let text = `${ds.label}: ${fmt.format(item.raw)} ${chart.unit}`;
-                if (ds.low[i] !== null && ds.high[i] !== null) {
-                  text += ` (95%: ${fmt.format(ds.low[i])}–${fmt.format(ds.high[i])})`;
+                let text = `${ds.label}: ${ds.texts[i]}`;
+                const src = chart.datasets[item.datasetIndex];
+                if (ds.noisy[i]) text += " (95% interval too noisy to estimate)";
+                else if (src.low[i] !== null && src.high[i] !== null) {
+                  text += ` (95%: ${fmt.format(src.low[i])}–${fmt.format(src.high[i])} ${chart.unit})`;
                 }
-                if (ds.marks[i]) text += ` ${ds.marks[i]}`;
+                if (ds.marks[i]) text += ` ${ds.marks[i].replace(/:$/, "")}`;
                 return text;
               },
             },
           },
         },
         scales: {
-          x: { beginAtZero: true, suggestedMax: top * 1.08,
-               title: { display: true, text: chart.axis } },
+          x,
           y: { ticks: { autoSkip: false, font: { size: narrow ? 10 : 12 } } },
         },
       },
-      plugins: [whiskers],
+      plugins: [valueLabels],
     });
   }
 

@@ -323,6 +323,7 @@ def scalar_comparison(runs: list[Run], reference: Run) -> dict:
                         ratio=v["ratio"],
                         ratio_low=v["low"],
                         ratio_high=v["high"],
+                        ratio_too_wide=stats.too_wide(v["low"], v["high"]),
                         p_value=v["p"],
                         p_adjusted=v["p_adjusted"],
                         p_text=v["p_text"],
@@ -382,11 +383,13 @@ def scalar_comparison(runs: list[Run], reference: Run) -> dict:
 
 def scalar_entry(run_id: int, values: list, percentile: bool) -> dict:
     entry = dict.fromkeys(
-        "mean gmean stdev ci95_low ci95_high min max note values delta_percent "
-        "ratio ratio_low ratio_high p_value p_adjusted p_text verdict "
-        "verdict_text repeats_needed better overhead".split()
+        "mean gmean stdev ci95_low ci95_high ci95_too_wide min max note values "
+        "delta_percent ratio ratio_low ratio_high ratio_too_wide p_value "
+        "p_adjusted p_text verdict verdict_text repeats_needed better "
+        "overhead".split()
     )
     entry = {"run": run_id, "n": len(values), **entry, "values": values}
+    entry["ci95_too_wide"] = entry["ratio_too_wide"] = False
     if percentile:
         rng = stats.percentile_range(values)
         entry.update(
@@ -398,6 +401,7 @@ def scalar_entry(run_id: int, values: list, percentile: bool) -> dict:
     summary = scalar_summarize(values)
     for k in ("mean", "gmean", "stdev", "ci95_low", "ci95_high", "min", "max", "note"):
         entry[k] = summary[k]
+    entry["ci95_too_wide"] = stats.too_wide(summary["ci95_low"], summary["ci95_high"])
     return entry
 
 

@@ -133,10 +133,15 @@ ROW_TEMPLATE = (
     'data-metric="{{ row.metric.metric }}" data-run="{{ row.entry.run }}" '
     "data-mean=\"{{ row.entry.mean|stringformat:'r' }}\" "
     'data-gmean="{{ row.entry.gmean|stringformat:\'r\' }}" class="{{ row.css }}">'
-    "<td>{{ row.test.title }}</td><td>{{ row.cells.metric }}</td>"
-    "<td>{{ row.label }}</td><td>{{ row.cells.mean }}</td>"
-    "<td>{{ row.cells.interval }}</td><td>{{ row.entry.n }}</td>"
-    '<td>{{ row.cells.delta }}</td><td>{% if row.mark %}<span class="mk">'
+    '<td class="name" data-label="Test">{{ row.test.title }}</td>'
+    '<td data-label="Figure">{{ row.cells.metric }}</td>'
+    '<td class="name" data-label="Run">{{ row.label }}</td>'
+    '<td class="figure" data-label="Geometric mean">{{ row.cells.mean }}</td>'
+    '<td class="interval{% if row.noisy %} too-noisy{% endif %}" '
+    'data-label="95% interval">{{ row.cells.interval }}</td>'
+    '<td data-label="n">{{ row.entry.n }}</td>'
+    '<td data-label="vs reference">{{ row.cells.delta }}</td>'
+    '<td class="verdict" data-label="Verdict">{% if row.mark %}<span class="mk">'
     "{{ row.mark }}</span> {% endif %}{{ row.cells.verdict }}"
     "{% if row.cells.overhead %}<br><small>{{ row.cells.overhead }}</small>"
     "{% endif %}</td></tr>\n{% endfor %}"

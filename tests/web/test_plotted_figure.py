@@ -65,7 +65,7 @@ def test_zero_repeat_falls_back_to_the_arithmetic_mean_and_says_so():
 
 def test_run_page_bars_and_headlines_use_the_geometric_mean():
     summary = stats.summarize(SKEWED)
-    ds = present._run_dataset("x", [summary], 1.0)
+    ds = present._bar_dataset("x", [summary], "iops", 1.0)
     assert ds["values"] == [pytest.approx(summary["gmean"])]
     assert ds["low"][0] < ds["values"][0] < ds["high"][0]
 

@@ -15,6 +15,7 @@ from django import template
 
 from benchdb.results import stats
 from benchdb_agent import stats as agent_stats
+from benchdb_agent import vocab as agent_vocab
 
 register = template.Library()
 
@@ -66,9 +67,53 @@ def human(value, metric: str) -> str:
     return agent_stats.human(value, metric, micro="µs", missing="—")
 
 
+def loses_data(cache_mode: str | None) -> bool:
+    """Whether a host cache mode can lose data the guest flushed on a host
+    power failure (``vocab.CACHE_MODE_SAFETY``: cache=unsafe ignores the
+    guest's flushes).  Such a run is never shown as a plain "better": it is
+    faster because it does not keep what it was asked to keep."""
+    return agent_vocab.CACHE_MODE_SAFETY.get(cache_mode or "", ("",))[0] == "unsafe"
+
+
+def too_noisy(summary: dict | None) -> bool:
+    """Whether a figure's 95% interval is too wide to mean anything
+    (``stats.too_wide``: the one rule)."""
+    if not summary:
+        return False
+    return stats.too_wide(summary.get("ci95_low"), summary.get("ci95_high"))
+
+
+def interval_text(summary: dict | None, metric: str) -> str:
+    """A figure's 95% interval as every page and export prints it: "low –
+    high"; "too noisy to estimate (n repeats)" when it is too wide to mean
+    anything; min–max, said so, without an interval; "—" without figures."""
+    summary = summary or {}
+    low, high = summary.get("ci95_low"), summary.get("ci95_high")
+    if low is not None and high is not None:
+        if stats.too_wide(low, high):
+            return stats.too_noisy_text(summary.get("n"))
+        return f"{human(low, metric)} – {human(high, metric)}"
+    if summary.get("min") is not None:
+        lo, hi = human(summary["min"], metric), human(summary.get("max"), metric)
+        return f"{lo} – {hi} (min–max)"
+    return "—"
+
+
 @register.filter
 def metric(value, name: str) -> str:
     return human(value, name)
+
+
+@register.filter(name="interval")
+def interval_filter(summary, metric_key: str) -> str:
+    """``{{ entry|interval:"iops" }}``: ``interval_text``."""
+    return interval_text(summary, metric_key)
+
+
+@register.filter(name="too_noisy")
+def too_noisy_filter(summary) -> bool:
+    """``{% if entry|too_noisy %}``: ``too_noisy``."""
+    return too_noisy(summary)
 
 
 @register.filter
