@@ -1,5 +1,5 @@
-"""Where an upload's CPU goes: the submission view and the worker's
-``store_bundle``, in-process, on the bench's seed bundles.
+"""Where an upload's CPU goes: the submission view and the worker's ingest
+task, in-process, on the bench's seed bundles.
 
     .venv/bin/python -m bench.profile_ingest [--count 40] [--profile] [--top 30]
 
@@ -7,12 +7,13 @@ The seed bundles are the bench's (``bench/data.py``, cached in
 ``var/bench/seeds``).  Each copy (a new bundle id, as ``bench/ingest.py``
 sends it) is POSTed to ``/api/v1/submissions/`` through Django's test client
 with the broker left out (the message is not sent: this times the request),
-then stored by ``store_bundle`` as the ingest task does.  Printed: CPU
+then stored by the ingest task, called in this process (its refresh
+message is sent to the broker as a worker's would be).  Printed: CPU
 milliseconds per bundle of each half (``time.process_time``, this process
 only: PostgreSQL's share is not in it), and with ``--profile`` the functions
 that took it (cProfile with a CPU clock, sorted by cumulative then by own
-time; its overhead inflates small functions several times).  It works in its own
-database (``--database``), created at start and dropped at the end.
+time; its overhead inflates small functions several times).  It works in
+its own database (``--database``), created at start and dropped at the end.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         from django.test import Client
 
         from bench import data
-        from benchdb.results.ingest import store_bundle
+        from benchdb.results import tasks
         from benchdb.results.models import Submission
 
         call_command("migrate", verbosity=0)
@@ -119,24 +120,25 @@ def main(argv: list[str] | None = None) -> int:
         )
         _report(profile, args.top)
 
-        subs = list(Submission.objects.order_by("pk")[len(warm) :])
+        subs = list(Submission.objects.order_by("pk").values_list("pk", flat=True))
+        for pk in subs[: len(warm)]:
+            tasks.ingest(pk)
+        subs = subs[len(warm) :]
         profile = cProfile.Profile(time.process_time) if args.profile else None
         t0 = time.process_time()
         if profile:
             profile.enable()
-        for sub in subs:
-            store_bundle(
-                sub.bundle,
-                owner_key_hash=sub.owner_key_hash,
-                visibility=sub.visibility,
-                parsed=sub.parsed,
-            )
+        for pk in subs:
+            tasks.ingest(pk)
         if profile:
             profile.disable()
         store_ms = (time.process_time() - t0) / len(subs) * 1000
+        done = Submission.objects.filter(
+            pk__in=subs, status=Submission.Status.DONE
+        ).count()
         print(
-            f"worker: store_bundle of {len(subs)} submissions, {store_ms:.1f} ms "
-            "CPU per bundle (this process)"
+            f"worker: the ingest task of {len(subs)} submissions ({done} done), "
+            f"{store_ms:.1f} ms CPU per bundle (this process)"
         )
         _report(profile, args.top)
         connections.close_all()
