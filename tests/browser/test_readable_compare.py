@@ -227,3 +227,26 @@ def test_six_runs_read_on_a_desktop_and_a_phone(
             path=str(screenshot.folder / f"readable-compare-{group}-{width}.png")
         )
     context.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1366", "390"])
+def test_the_cache_mode_report_on_a_phone(live_server, browser, viewport):
+    """The report's answer table: every cell inside the screen (cards on a
+    phone), unsafe's verdict never green, whatever the data chooses."""
+    from django.core.management import call_command
+
+    call_command("load_reference")
+    url = f"{live_server.url}/reports/cache-modes/"
+    context, page, problems = _open(browser, url, viewport)
+    width = viewport["width"]
+    layout = page.evaluate(OVERFLOW)
+    assert layout["scroll"] <= layout["width"], layout
+    assert not layout["out"], layout
+    if page.locator("table.answers").count():
+        assert _inside(page, "table.answers td", width) >= 5
+        for cell in page.locator("table.answers tr.safety-unsafe td.verdict").all():
+            colour = cell.evaluate("e => getComputedStyle(e).color")
+            assert colour != "rgb(43, 138, 62)"
+            assert "better" not in cell.inner_text()
+    assert not problems, problems
+    context.close()

@@ -95,7 +95,8 @@ def test_the_report_has_an_efficiency_column(client, community):  # noqa: F811
     page = client.get(f"/reports/cache-modes/?workload={TEST}").content.decode()
     cells = dict(
         re.findall(
-            r'<tr class="[^"]*" data-mode="(\w+)">.*?<td class="host-cpu">(.*?)</td>',
+            r'<tr class="[^"]*" data-mode="(\w+)">.*?'
+            r'<td class="host-cpu"[^>]*>(.*?)</td>',
             page,
             re.S,
         )

@@ -110,6 +110,20 @@ def interval_filter(summary, metric_key: str) -> str:
     return interval_text(summary, metric_key)
 
 
+@register.filter
+def percent_interval(answer) -> str:
+    """An answer's 95% interval of a change, ``low_percent`` … ``high_percent``
+    ("−4.1% … +2.0%"); "too noisy to estimate (n systems)" when it is too
+    wide to mean anything (``stats.too_wide_percent``); "—" without one."""
+    answer = answer or {}
+    low, high = answer.get("low_percent"), answer.get("high_percent")
+    if low is None or high is None:
+        return "—"
+    if stats.too_wide_percent(low, high):
+        return stats.too_noisy_text(answer.get("systems"), "system")
+    return f"{pct(low)} … {pct(high)}"
+
+
 @register.filter(name="too_noisy")
 def too_noisy_filter(summary) -> bool:
     """``{% if entry|too_noisy %}``: ``too_noisy``."""

@@ -1,0 +1,57 @@
+"""An interval too wide to mean anything is said in words, everywhere, by one
+rule (``stats.too_wide``); a run that loses flushed data is never "better"."""
+
+from __future__ import annotations
+
+from benchdb.results import stats
+from benchdb.web import present
+from benchdb.web.templatetags import benchdb_format as fmt
+
+
+def test_the_rule():
+    assert not stats.too_wide(None, 10.0)
+    assert not stats.too_wide(100.0, 1000.0)  # a factor 10: still an estimate
+    assert stats.too_wide(100.0, 1000.1)
+    assert stats.too_wide(0.0, 117_599.0)  # "0 IOPS – 117,599 IOPS"
+    assert stats.too_wide(-1.0, 5.0)
+    # "CI −98.5%…+238298.8%" as a ratio's percent changes.
+    assert stats.too_wide_percent(-98.5, 238298.8)
+    assert not stats.too_wide_percent(-4.1, 2.0)
+    assert stats.too_noisy_text(3) == "too noisy to estimate (3 repeats)"
+    assert stats.too_noisy_text(1, "system") == "too noisy to estimate (1 system)"
+
+
+def test_pages_say_it_instead_of_the_bounds():
+    wide = stats.summarize([1.0, 100.0, 10_000.0])
+    assert fmt.too_noisy(wide)
+    assert fmt.interval_text(wide, "iops") == "too noisy to estimate (3 repeats)"
+    narrow = stats.summarize([100.0, 101.0, 99.0])
+    low, high = narrow["ci95_low"], narrow["ci95_high"]
+    assert fmt.interval_text(narrow, "iops") == f"{low:,.0f} IOPS – {high:,.0f} IOPS"
+    assert fmt.interval_text({"min": 1.0, "max": 2.0}, "iops") == (
+        "1 IOPS – 2 IOPS (min–max)"
+    )
+    assert (
+        fmt.percent_interval(
+            {"low_percent": -98.5, "high_percent": 238298.8, "systems": 2}
+        )
+        == "too noisy to estimate (2 systems)"
+    )
+    assert fmt.percent_interval({"low_percent": -4.1, "high_percent": 2.0}) == (
+        "-4.1% … +2.0%"
+    )
+    # A verdict's text never prints such an interval either.
+    r = stats.ratio([1.0, 100.0, 10_000.0], [2.0, 150.0, 9_000.0])
+    v = stats.verdict(r, 0.9, True)
+    assert "too noisy to estimate (3 repeats)" in v["text"] and "CI" not in v["text"]
+
+
+def test_unsafe_is_never_better():
+    assert fmt.loses_data("unsafe")
+    assert not any(
+        fmt.loses_data(m) for m in ("none", "writeback", "writethrough", "directsync")
+    )
+    faster = {"verdict": "faster", "better": True}
+    assert present.mark(faster, False) == "▲ better"
+    assert present.mark(faster, False, unsafe=True) == present.UNSAFE_FASTER
+    assert "better" not in present.UNSAFE_FASTER and "▲" not in present.UNSAFE_FASTER
