@@ -692,7 +692,7 @@ def pick_context() -> dict:
         )
         guests = dict(cur.fetchall())
     from benchdb.results import answers
-    from benchdb.results.compare import metric_column
+    from benchdb.results.metrics import metric_column
 
     def workload(question: str) -> tuple:
         """(test id, its most common key, metric column) the report shows

@@ -16,7 +16,8 @@ from rest_framework import serializers
 from benchdb.api.permissions import owner_key
 from benchdb.api.validation import DIGITS, check_tags
 from benchdb.results import reads, vocab
-from benchdb.results.compare import GROUP_BY, METRIC_COLUMNS, SIMILAR_MATCH
+from benchdb.results.aggregates import GROUP_BY
+from benchdb.results.metrics import METRIC_COLUMNS
 from benchdb.results.models import (
     METRIC_FIELDS,
     ApiToken,
@@ -26,6 +27,7 @@ from benchdb.results.models import (
     Run,
     Submission,
 )
+from benchdb.results.similar import SIMILAR_MATCH
 from benchdb_agent import contract
 
 

@@ -55,8 +55,8 @@ from benchdb.results import (
     owning,
     population,
     reads,
+    similar,
 )
-from benchdb.results import compare as compare_mod
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
@@ -413,7 +413,7 @@ class RunViewSet(
             # With its result's key and figure (valid arguments only).
             asked = getattr(self, "_similar_asked", None)
             if asked is not None:
-                runs = runs.annotate(**compare_mod.similar_result(*asked))
+                runs = runs.annotate(**similar.similar_result(*asked))
             return runs
         if self.action in ("retrieve", "partial_update"):
             # The results: reads.attach_tests, after the visibility checks.

@@ -194,10 +194,10 @@ cache_mode_group_page = declare(
 # Similar systems and aggregates (results.compare) ----------------------------
 
 similar_population = declare(
-    "similar_population", "benchdb.results.compare:similar_population", version=1
+    "similar_population", "benchdb.results.similar:similar_population", version=1
 )
 aggregates = declare(
-    "aggregates", "benchdb.results.compare:stored_aggregates", version=1
+    "aggregates", "benchdb.results.aggregates:stored_aggregates", version=1
 )
 
 

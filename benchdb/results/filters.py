@@ -334,3 +334,12 @@ class RunFilterSet(FacetFilters):
 
 
 RunFilterSet.base_filters = SharedFilters(RunFilterSet.base_filters)
+
+
+class FilterError(ValueError):
+    """Run filters that do not validate; ``errors`` maps parameter -> messages."""
+
+    def __init__(self, filterset: RunFilterSet):
+        super().__init__("invalid run filters")
+        self.filterset = filterset
+        self.errors = filterset.errors

@@ -26,8 +26,8 @@ from pathlib import Path
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from benchdb.results import compare, refresh, stats
-from benchdb.results.compare import aggregate_repeat
+from benchdb.results import overheads, refresh, stats
+from benchdb.results.metrics import aggregate_repeat
 from benchdb.results.models import (
     METRIC_FIELDS,
     CpuModel,
@@ -259,7 +259,7 @@ def reparse_test(
 
 def repeat_series(repeats: list[tuple[int, list[dict]]]) -> dict:
     """Per direction and metric, the per-repeat values in repeat order: what
-    ``compare.repeat_values`` would build from the stored measurements."""
+    ``metrics.repeat_values`` would build from the stored measurements."""
     per_dir: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for _index, records in sorted(repeats, key=lambda r: r[0]):
         for direction, metrics in aggregate_repeat(records).items():
@@ -445,10 +445,10 @@ def first_host(run: Run) -> Run | None:
 
 def link_pair(run: Run, attached_to: int | None = None) -> None:
     """Link a guest run and its host baseline, whichever arrived first, with
-    the guest results' overheads against it (``compare.store_overheads``).
+    the guest results' overheads against it (``overheads.store_overheads``).
 
     ``attached_to``: the host run the guest's results' overheads were
-    computed against before they were inserted (``compare.attach_overheads``),
+    computed against before they were inserted (``overheads.attach_overheads``),
     kept if it is still the first host.  Two workers storing the two halves
     of a pair at the same moment would each miss the other's uncommitted
     run; a transaction-scoped advisory lock on the pair id, taken here at
@@ -468,7 +468,7 @@ def link_pair(run: Run, attached_to: int | None = None) -> None:
             run.baseline = host
             run.save(update_fields=["baseline", "updated"])
         if (host.pk if host else None) != attached_to:
-            compare.store_overheads([run.pk])
+            overheads.store_overheads([run.pk])
         return
     if run.virtual_host:
         return  # never a baseline: its guests wait for a bare-metal host
@@ -482,7 +482,7 @@ def link_pair(run: Run, attached_to: int | None = None) -> None:
     )
     if guests:
         Run.objects.filter(pk__in=guests).update(baseline=run, updated=timezone.now())
-        compare.store_overheads(guests)
+        overheads.store_overheads(guests)
 
 
 def _test_meta(test: dict) -> dict:
@@ -650,7 +650,7 @@ def store_bundle(
                     "directions": test_stats,
                     # The per-repeat values, computed once here: comparisons
                     # and overheads read them instead of re-aggregating the
-                    # measurements on every request (compare.repeat_values).
+                    # measurements on every request (metrics.repeat_values).
                     "values": series,
                     # What the agent said about the test (issue 12): complete,
                     # partial or failed (with its error), buffered (not
@@ -672,7 +672,7 @@ def store_bundle(
     host = first_host(run)
     attached = (
         host.pk
-        if host is not None and compare.attach_overheads(results, host.pk)
+        if host is not None and overheads.attach_overheads(results, host.pk)
         else None
     )
     _copy_results(results)

@@ -19,9 +19,10 @@ every reader of a comparison to that).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 
 class Memo:
@@ -75,3 +76,33 @@ class Memo:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def memoized(
+    kept: Memo,
+    cost: Callable[[object], int],
+    budget: Callable[[], int] | None = None,
+):
+    """Keep the answers of a pure function of one hashable argument in
+    ``kept``, under that argument: its key is its input by construction, so
+    a change to anything it is computed from is a new key.  ``cost`` sizes
+    an answer; ``budget``, when given, is read before each call (a setting
+    that tests change), and a budget of 0 computes every time."""
+
+    def wrap(function):
+        @functools.wraps(function)
+        def answer(argument):
+            if budget is not None:
+                kept.budget = budget()
+            if not kept.budget:
+                return function(argument)
+            found = kept.get(argument)
+            if found is None:
+                found = function(argument)
+                kept.put(argument, found, cost(found))
+            return found
+
+        answer.memo = kept
+        return answer
+
+    return wrap

@@ -534,7 +534,7 @@ class Result(models.Model):
     repeat_count = models.PositiveSmallIntegerField(default=0)
     stats = JSONField(default=dict, blank=True)
     # [main direction, the per-repeat values in it of the compared metrics
-    # (``compare.MAIN_METRICS`` order, null where none) or null when stats
+    # (``metrics.MAIN_METRICS`` order, null where none) or null when stats
     # keep no values]: what a comparison reads of a result, written from
     # ``stats`` by a trigger on every insert and update (migration 0013), so
     # that a comparison does not decompress each result's whole statistics.
@@ -542,8 +542,13 @@ class Result(models.Model):
     # A guest result's overhead against its baseline's result of the same
     # comparability key, computed when ingest links the pair and read by
     # comparisons and the run page while the baseline is still that run
-    # (``compare.store_overheads``; null: computed on each request).
+    # (``overheads.store_overheads``; null: computed on each request).
     overhead = JSONField(null=True, blank=True, editable=False)
+    # The version of the formula ``overhead`` was computed by
+    # (``overheads.OVERHEAD_VERSION``); another version's is stale, never read.
+    overhead_version = models.PositiveSmallIntegerField(
+        null=True, blank=True, editable=False
+    )
     iops_mean = models.FloatField(null=True, blank=True)
     bw_bytes_mean = models.FloatField(null=True, blank=True)
     lat_mean_ns_mean = models.FloatField(null=True, blank=True)

@@ -52,12 +52,12 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Ln
 
-from benchdb.results import across, answer_cache, compare, stats
+from benchdb.results import across, answer_cache, metrics, stats
 from benchdb.results.models import Result, Run
 from benchdb.results.vocab import Source
 
 # The per-run figures a population can be built from: metric -> Result column.
-METRICS = compare.METRIC_COLUMNS
+METRICS = metrics.METRIC_COLUMNS
 
 
 def population_runs(include_declared: bool = False) -> QuerySet:
@@ -76,7 +76,7 @@ def population_runs(include_declared: bool = False) -> QuerySet:
 
 
 def _column(metric: str) -> str:
-    return compare.metric_column(metric)
+    return metrics.metric_column(metric)
 
 
 def _results(
@@ -195,8 +195,8 @@ def distribution(
     return {
         "test_id": test_id,
         "metric": metric,
-        "unit": compare.MAIN_METRICS[metric]["unit"],
-        "higher_is_better": compare.higher_is_better(metric),
+        "unit": metrics.MAIN_METRICS[metric]["unit"],
+        "higher_is_better": metrics.higher_is_better(metric),
         "comparability_key": key,
         "results": _spread(qs, column),
         "overhead": overhead_distribution(qs, metric),
@@ -272,8 +272,8 @@ def compare_sets(
     the two sets' medians with a bootstrap interval of each side resampled
     independently (``paired`` False).  Swapping A and B mirrors the answer.
     """
-    margin = compare.equivalence_percent() if margin_percent is None else margin_percent
-    hib = compare.higher_is_better(metric)
+    margin = metrics.equivalence_percent() if margin_percent is None else margin_percent
+    hib = metrics.higher_is_better(metric)
     if comparability_key is None:
         # One key for both sides: the most common among their runs together.
         both = Run.objects.filter(
@@ -304,7 +304,7 @@ def compare_sets(
     out = {
         "test_id": test_id,
         "metric": metric,
-        "unit": compare.MAIN_METRICS[metric]["unit"],
+        "unit": metrics.MAIN_METRICS[metric]["unit"],
         "higher_is_better": hib,
         "comparability_key": comparability_key,
         "of": of,
@@ -384,8 +384,8 @@ def rank_settings(
     of B better, practically equivalent (+-``margin_percent``) or worse
     from the Bayesian signed-rank test over those systems.
     """
-    margin = compare.equivalence_percent() if margin_percent is None else margin_percent
-    hib = compare.higher_is_better(metric)
+    margin = metrics.equivalence_percent() if margin_percent is None else margin_percent
+    hib = metrics.higher_is_better(metric)
     runs = {v: filter_runs(_with(filters, facet, v)) for v in values}
     if comparability_key is None:
         both = Run.objects.filter(pk__in=filter_runs(filters).values("pk"))
@@ -407,7 +407,7 @@ def rank_settings(
     out.update(
         test_id=test_id,
         metric=metric,
-        unit=compare.MAIN_METRICS[metric]["unit"],
+        unit=metrics.MAIN_METRICS[metric]["unit"],
         higher_is_better=hib,
         comparability_key=comparability_key,
         facet=facet,

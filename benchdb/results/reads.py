@@ -43,9 +43,18 @@ from django.db.models import (
 )
 from django.db.models.sql.where import WhereNode
 
-from benchdb.results import answer_cache, answers, stats, summaries
+from benchdb.results import (
+    aggregates,
+    answer_cache,
+    answers,
+    metrics,
+    overheads,
+    stats,
+    summaries,
+)
 from benchdb.results import compare as compare_mod
-from benchdb.results.filters import RunFilterSet
+from benchdb.results import similar as similar_mod
+from benchdb.results.filters import FilterError, RunFilterSet
 from benchdb.results.models import (
     METRIC_FIELDS,
     Comparison,
@@ -414,7 +423,7 @@ def run_overheads(run: Run, user=None, owner_key: str = "") -> tuple[dict, dict]
     baseline = baseline_results(run, user, owner_key)
     if not baseline:
         return {}, {}
-    return baseline, compare_mod.result_overheads(list(run.results.all()), baseline)
+    return baseline, overheads.result_overheads(list(run.results.all()), baseline)
 
 
 def mask_baseline(run: Run, user=None, owner_key: str = "") -> Run:
@@ -427,15 +436,6 @@ def mask_baseline(run: Run, user=None, owner_key: str = "") -> Run:
 def raw_output(run: Run, result_id: int, repeat: int) -> RawOutput:
     """One stored raw output of a run the caller already may read."""
     return RawOutput.objects.get(result__run=run, result_id=result_id, repeat=repeat)
-
-
-class FilterError(ValueError):
-    """Run filters that do not validate; ``errors`` maps parameter -> messages."""
-
-    def __init__(self, filterset: RunFilterSet):
-        super().__init__("invalid run filters")
-        self.filterset = filterset
-        self.errors = filterset.errors
 
 
 def browse(
@@ -651,44 +651,18 @@ def hardware_list() -> QuerySet:
     )
 
 
-def aggregates(
-    params,
-    test_id: str,
-    metric: str = "iops",
-    group_by: str | None = None,
-    comparability_key: str | None = None,
-) -> dict:
-    """``compare.aggregates`` over listed runs narrowed by run filters.
-
-    Suspect runs are left out unless ``params`` has the ``suspect`` filter.
-    """
-    base = Run.objects.listed()
-    if "suspect" not in params:
-        base = base.filter(suspect=False)
-    filterset = RunFilterSet(params, queryset=base)
-    if not filterset.is_valid():
-        raise FilterError(filterset)
-    return compare_mod.aggregates(
-        test_id,
-        metric,
-        group_by,
-        runs=filterset.qs,
-        comparability_key=comparability_key,
-    )
-
-
 # What ``similar`` reads of the run.
-SIMILAR_READ = ("id", "hardware", *compare_mod.SIMILAR_MATCH)
+SIMILAR_READ = ("id", "hardware", *similar_mod.SIMILAR_MATCH)
 
 
 def similar(run: Run, test_id: str, metric: str, match) -> dict:
     """Where a run stands among listed, not suspect runs (LookupError if the
-    run has no such test).  A run read with ``compare.similar_result``'s
+    run has no such test).  A run read with ``similar.similar_result``'s
     annotations for this test and metric is not asked again."""
     found = None
     if hasattr(run, "similar_key"):
         found = (run.similar_key, run.similar_value)
-    return compare_mod.similar_systems(run, test_id, metric, match or (), found=found)
+    return similar_mod.similar_systems(run, test_id, metric, match or (), found=found)
 
 
 def vocabularies() -> dict:
@@ -704,9 +678,9 @@ def vocabularies() -> dict:
             for key, allowed in agent_vocab.TAG_VOCABULARIES.items()
         },
         "visibility": list(Visibility.values),
-        "metrics": compare_mod.MAIN_METRICS,
-        "group_by": list(compare_mod.GROUP_BY),
-        "similar_match": list(compare_mod.SIMILAR_MATCH),
+        "metrics": metrics.MAIN_METRICS,
+        "group_by": list(aggregates.GROUP_BY),
+        "similar_match": list(similar_mod.SIMILAR_MATCH),
         "cache_mode_safety": {
             mode: {"safety": safety, "explanation": text}
             for mode, (safety, text) in agent_vocab.CACHE_MODE_SAFETY.items()
@@ -962,7 +936,7 @@ def overhead_rows(guests: list[Run] | None = None) -> list[dict]:
             host = results[guest.baseline_id].get(key)
             if host is None:
                 continue
-            metric = compare_mod.main_metric(res.test_id)
+            metric = metrics.main_metric(res.test_id)
             g_mean, h_mean = mean_of(res, metric), mean_of(host, metric)
             metric = metric or "iops"
             if g_mean is None or not h_mean:
@@ -987,15 +961,13 @@ def overhead_rows(guests: list[Run] | None = None) -> list[dict]:
             )
     # Every overhead with its interval (results.stats.overhead): one query for
     # all the repeats.
-    values = compare_mod.repeat_values([r.pk for row in rows for r in row["pair"]])
+    values = metrics.repeat_values([r.pk for row in rows for r in row["pair"]])
     for row in rows:
         guest_res, host_res = row.pop("pair")
         direction = (guest_res.stats or {}).get("main_direction")
         g = values.get(guest_res.pk, {}).get(direction, {}).get(row["metric"], [])
         h = values.get(host_res.pk, {}).get(direction, {}).get(row["metric"], [])
-        row["interval"] = stats.overhead(
-            g, h, compare_mod.higher_is_better(row["metric"])
-        )
+        row["interval"] = stats.overhead(g, h, metrics.higher_is_better(row["metric"]))
         if row["interval"]["percent"] is not None:
             # The figure its interval belongs to: the ratio of geometric means.
             row["overhead"] = row["interval"]["percent"]

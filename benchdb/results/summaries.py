@@ -19,7 +19,9 @@ from django.db import connection
 from django.db.models import Count, F, QuerySet
 
 from benchdb.results import stats
+from benchdb.results.metrics import main_metric
 from benchdb.results.models import Run
+from benchdb.results.overheads import pair_overheads
 from benchdb.results.vocab import CACHE_MODES, FACET_PATHS, LAYOUT, Visibility
 
 
@@ -142,13 +144,11 @@ def _listed_ids(guests: QuerySet) -> tuple[str, list]:
 
 def overhead_summary(guests: QuerySet, baselines: QuerySet) -> list[dict]:
     """Per test: pairs, and the quartiles of guest / host for each metric
-    column (``metric``: the test's main metric, ``main_metric`` in compare).
+    column (``metric``: the test's main metric, ``metrics.main_metric``).
 
     ``guests``: the guest runs a report may show; ``baselines``: the runs
     their baselines must be among (both listed, for a public report).
     """
-    from benchdb.results.compare import main_metric
-
     g_sql, g_params = _listed_ids(guests)
     b_sql, b_params = _listed_ids(baselines)
     ratios = []
@@ -217,8 +217,6 @@ def overhead_summary(guests: QuerySet, baselines: QuerySet) -> list[dict]:
 def overhead_pairs(guest_page: Iterable[Run]) -> list[dict]:
     """Test-by-test guest / host figures for one page of guest runs (whose
     baselines the caller has already checked), in one query."""
-    from benchdb.results.compare import main_metric
-
     guests = {g.pk: g for g in guest_page}
     if not guests:
         return []
@@ -271,8 +269,6 @@ def overhead_pairs(guest_page: Iterable[Run]) -> list[dict]:
                 }
             )
     # Every overhead with its 95% interval over the repeats (one query).
-    from benchdb.results.compare import pair_overheads
-
     rows = [row for tests in by_run.values() for row in tests]
     intervals = pair_overheads([(*row["_pair"], row["metric"]) for row in rows])
     for row, interval in zip(rows, intervals, strict=True):

@@ -21,7 +21,8 @@ from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 from django.utils.timezone import template_localtime
 
-from benchdb.results import compare, vocab
+from benchdb.results import vocab
+from benchdb.results.metrics import main_metric
 from benchdb.web.templatetags.benchdb_format import (
     human,
     interval_text,
@@ -345,7 +346,7 @@ def charted_figures(test_id: str, group: str, measured: list[str]) -> set[str]:
     every one in the queue-depth sweep (its curves add the latency)."""
     if (group or "other") == "fio-iodepth-sweep":
         return set(measured)
-    main = compare.main_metric(test_id)
+    main = main_metric(test_id)
     if main in measured:
         return {main}
     return set(measured[:1])
@@ -737,8 +738,8 @@ def browse_overheads(runs) -> None:
     guest ÷ host ratio of geometric means with its 95% interval
     (``stats.overhead``, as on the run page), or None without a listed host
     baseline's figure.  Two queries for the whole page."""
-    from benchdb.results import compare
     from benchdb.results.models import Result
+    from benchdb.results.overheads import pair_overheads
 
     runs = list(runs)
     paired = [
@@ -753,7 +754,7 @@ def browse_overheads(runs) -> None:
         )
     )
     answers = (
-        compare.pair_overheads(
+        pair_overheads(
             [
                 (
                     r.rand4k_result_id,

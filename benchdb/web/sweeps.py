@@ -19,7 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from benchdb.results import across, compare, hostcost
+from benchdb.results import across, hostcost, metrics
 from benchdb.results.models import Result, Role, Run
 
 
@@ -42,11 +42,11 @@ def by_round(runs: list[Run], results: list[dict]) -> list[dict]:
     run_of = {r.pk: r for r in runs}
     figures = defaultdict(lambda: defaultdict(dict))  # test -> mode -> round
     for row in results:
-        metric = compare.main_metric(row["test_id"])
+        metric = metrics.main_metric(row["test_id"])
         run = run_of.get(row["run_id"])
-        if metric not in compare.METRIC_COLUMNS or run is None:
+        if metric not in metrics.METRIC_COLUMNS or run is None:
             continue
-        value = row[compare.METRIC_COLUMNS[metric]]
+        value = row[metrics.METRIC_COLUMNS[metric]]
         if value is not None and run.sweep_round is not None:
             figures[(row["test_id"], metric)][run.cache_mode][run.sweep_round] = value
     out = []
@@ -59,7 +59,7 @@ def by_round(runs: list[Run], results: list[dict]) -> list[dict]:
                 {
                     "test_id": test_id,
                     "metric": metric,
-                    "higher_is_better": compare.higher_is_better(metric),
+                    "higher_is_better": metrics.higher_is_better(metric),
                     "mode": mode,
                     "reference": reference,
                     **across.paired_by_round(ref, per_mode[mode]),
@@ -111,7 +111,7 @@ def sweep(request: HttpRequest, sweep_id: str) -> HttpResponse:
     )
     results = list(
         Result.objects.filter(run__in=[r.pk for r in guests]).values(
-            "test_id", "run_id", *compare.METRIC_COLUMNS.values()
+            "test_id", "run_id", *metrics.METRIC_COLUMNS.values()
         )
     )
     rounds = max((r.sweep_round or 0 for r in guests), default=0)

@@ -24,7 +24,7 @@ from benchdb.api.throttling import (
     login_allowed,
     remember_device,
 )
-from benchdb.results import answer_cache, exports, hostcost, reads, stats
+from benchdb.results import answer_cache, exports, hostcost, metrics, reads, stats
 from benchdb.results import answers as stored
 from benchdb.results import compare as compare_mod
 from benchdb.results.models import (
@@ -146,7 +146,7 @@ def run_detail(request, pk: int):
     for res in results:
         direction = (res.stats or {}).get("main_direction")
         summary = ((res.stats or {}).get("directions") or {}).get(direction) or {}
-        metric = compare_mod.main_metric(res.test_id) or _first_metric(summary)
+        metric = metrics.main_metric(res.test_id) or _first_metric(summary)
         main = summary.get(metric) or {}
         overhead = overheads.get(res.pk, {}).get(metric)
         rows.append(
@@ -235,7 +235,7 @@ INLINE_TABLE_ROWS = 300
 
 
 def _tables_inline(data: dict, runs: list) -> bool:
-    figures = len(compare_mod.MAIN_METRICS)
+    figures = len(metrics.MAIN_METRICS)
     return len(data["tests"]) * figures * len(runs) <= INLINE_TABLE_ROWS
 
 

@@ -159,7 +159,7 @@ def test_list_hardware_and_detail_queries_are_fixed(api, fio, shapes):
         store_bundle(make_bundle(fio, tests=(READ, "fio-rand-write-4k-q1t1")))
     # count, the page's rows (its ids a subquery); the detail: run, both
     # runs' results (reads.attach_tests), repeats with their raw formats (the
-    # repeat values are in the statistics loaded: compare.result_overheads).
+    # repeat values are in the statistics loaded: overheads.result_overheads).
     assert counts == (2, 2, 3)
     # similar, once its population is stored: the run with its result's key
     # and figure, the stored population.
@@ -467,11 +467,11 @@ def test_facet_counts_without_a_facet_are_a_filter_set_without_it():
 
 
 def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
-    """compare.result_overheads (the values in the loaded statistics, the t
+    """overheads.result_overheads (the values in the loaded statistics, the t
     functions once for every pair) against what it did before: the values
     read by ``repeat_values`` and ``stats.overhead`` pair by pair, bit for
     bit; results stored without their values fall back to the measurements."""
-    from benchdb.results import compare, reads, stats
+    from benchdb.results import metrics, overheads, reads, stats
     from benchdb.results.models import Result
 
     def reference(results, baselines) -> dict:
@@ -480,13 +480,13 @@ def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
             for r in results
             if r.comparability_key in baselines
         ]
-        values = compare.repeat_values([r.pk for pair in pairs for r in pair])
+        values = metrics.repeat_values([r.pk for pair in pairs for r in pair])
         out = {}
         for guest, host in pairs:
             direction = guest.stats["main_direction"]
             out[guest.pk] = {}
-            for metric, info in compare.MAIN_METRICS.items():
-                if metric in compare.PERCENTILE_METRICS:
+            for metric, info in metrics.MAIN_METRICS.items():
+                if metric in metrics.PERCENTILE_METRICS:
                     continue
                 g = values.get(guest.pk, {}).get(direction, {}).get(metric, [])
                 h = values.get(host.pk, {}).get(direction, {}).get(metric, [])
@@ -502,7 +502,7 @@ def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
         results = list(run.results.all())
         baselines = reads.baseline_results(run)
         assert len(baselines) == 1
-        found = compare.result_overheads(results, baselines)
+        found = overheads.result_overheads(results, baselines)
         assert found == reference(results, baselines)
         assert {m for per in found.values() for m in per} >= {"iops", "bw_bytes"}
         assert any(o["low"] is not None for per in found.values() for o in per.values())
@@ -694,17 +694,17 @@ def test_api_answers_are_freed_with_their_response(shapes, settings):
 
 
 def test_similar_reads_its_result_with_the_run(api, shapes):
-    """compare.similar_result: the run's result read with the run gives the
+    """similar.similar_result: the run's result read with the run gives the
     answer similar_systems gives reading it itself, no such test included;
     and the API's errors keep their order (404 before 400)."""
-    from benchdb.results import compare, reads
+    from benchdb.results import reads, similar
 
     seen = 0
     for run in shapes.values():
         for test_id in (READ, "fio-rand-write-4k-q1t1", "dd-write-1m-fdatasync", "x"):
             for metric in ("iops", "lat_mean_ns", "bw_bytes"):
                 annotated = Run.objects.annotate(
-                    **compare.similar_result(test_id, metric)
+                    **similar.similar_result(test_id, metric)
                 ).get(pk=run.pk)
                 outcomes = []
                 for one in (Run.objects.get(pk=run.pk), annotated):

@@ -1,6 +1,6 @@
 """A guest result's overhead against its baseline is computed once, when
 ingest links the pair, and read back by comparisons and the run page while
-the baseline is still that run (``compare.store_overheads``): the answers
+the baseline is still that run (``overhead_mod.store_overheads``): the answers
 are byte for byte those computed on each request, which is what a result
 with none stored still gets."""
 
@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from benchdb.results import compare
+from benchdb.results import overheads as overhead_mod
 from benchdb.results.ingest import store_bundle
 from benchdb.results.models import Result, Run
 from tests.api.factories import make_bundle
@@ -54,7 +54,7 @@ def _forget(*runs: Run) -> None:
 
 def _mark(run: Run) -> None:
     """Write MARK into the stored texts, to see where they are read."""
-    text = compare.OVERHEAD_FIELDS.index("text")
+    text = overhead_mod.OVERHEAD_FIELDS.index("text")
     for res in run.results.exclude(overhead=None):
         for packed in res.overhead["metrics"].values():
             packed[text] = MARK
@@ -73,10 +73,10 @@ def _check_stored(guest: Run, host: Run) -> None:
         assert found["direction"] == res.stats["main_direction"]
         # Each metric either side measured (dd measures throughput only),
         # exactly what pair_overheads computes from the two results' values.
-        metrics = [m for m in compare.OVERHEAD_METRICS if m in found["metrics"]]
+        metrics = [m for m in overhead_mod.OVERHEAD_METRICS if m in found["metrics"]]
         assert metrics
         assert res.test_id != TESTS[2] or metrics == ["bw_bytes"]
-        computed = compare.pair_overheads(
+        computed = overhead_mod.pair_overheads(
             [
                 (res.pk, hosts[res.comparability_key], found["direction"], m)
                 for m in metrics
@@ -85,7 +85,11 @@ def _check_stored(guest: Run, host: Run) -> None:
         for metric, answer in zip(metrics, computed, strict=True):
             assert (
                 dict(
-                    zip(compare.OVERHEAD_FIELDS, found["metrics"][metric], strict=True)
+                    zip(
+                        overhead_mod.OVERHEAD_FIELDS,
+                        found["metrics"][metric],
+                        strict=True,
+                    )
                 )
                 == answer
             )
@@ -132,7 +136,7 @@ def test_a_host_read_another_way_gives_the_same_overheads(fio):
         else:
             doc["main_direction"] = "trim"
         Result.objects.filter(pk=res.pk).update(stats=doc)
-    assert compare.store_overheads([guest.pk]) == len(TESTS)
+    assert overhead_mod.store_overheads([guest.pk]) == len(TESTS)
     assert _stored(guest) == before
 
 
@@ -148,7 +152,7 @@ def test_a_comparison_reads_them_and_answers_as_if_computed(fio, api):
             values.pop("lat_mean_ns", None)
         Result.objects.filter(pk=res.pk).update(stats=res.stats)
         lost.append(res.pk)
-    compare.store_overheads([g2.pk])
+    overhead_mod.store_overheads([g2.pk])
     assert "lat_mean_ns" not in Result.objects.get(pk=lost[0]).overhead["metrics"]
     url = f"/api/v1/compare/?runs={g1.pk},{g2.pk},{h1.pk}"
     stored = api.get(url)
@@ -166,7 +170,7 @@ def test_a_comparison_reads_them_and_answers_as_if_computed(fio, api):
     computed = api.get(url)
     assert computed.content == stored.content
     # Stored texts are what the answer shows ...
-    compare.store_overheads([g1.pk, g2.pk])
+    overhead_mod.store_overheads([g1.pk, g2.pk])
     _mark(g1)
     assert MARK in api.get(url).content.decode()
     # ... but not once the run's baseline is another run.
@@ -200,9 +204,9 @@ def test_the_run_page_and_its_api_read_them_too(fio, api, client):
     for values in res.stats["values"].values():
         values.pop("lat_mean_ns", None)
     Result.objects.filter(pk=res.pk).update(stats=res.stats)
-    compare.store_overheads([guest.pk])
+    overhead_mod.store_overheads([guest.pk])
     one_sided = guest.results.get(test_id=TESTS[0]).overhead["metrics"]["lat_mean_ns"]
-    assert one_sided[compare.OVERHEAD_FIELDS.index("n_host")] == 0
+    assert one_sided[overhead_mod.OVERHEAD_FIELDS.index("n_host")] == 0
     api_stored = api.get(f"/api/v1/runs/{guest.pk}/")
     by_test = {r["test_id"]: r for r in api_stored.json()["tests"]}
     assert "lat_mean_ns" not in by_test[TESTS[0]]["overhead"]["intervals"]
@@ -214,22 +218,55 @@ def test_the_run_page_and_its_api_read_them_too(fio, api, client):
     assert api.get(f"/api/v1/runs/{guest.pk}/").content == api_stored.content
     page = client.get(f"/runs/{guest.pk}/")
     assert page.content.replace(b"\n", b"") == page_stored.content.replace(b"\n", b"")
-    compare.store_overheads([guest.pk])
+    overhead_mod.store_overheads([guest.pk])
     _mark(guest)
     assert MARK in api.get(f"/api/v1/runs/{guest.pk}/").content.decode()
     assert MARK in client.get(f"/runs/{guest.pk}/").content.decode()
 
 
 def test_what_is_not_theirs_is_not_used():
-    assert compare._stored_overhead(None, 1, "read") is None
+    read = overhead_mod.stored_overhead
+    now = overhead_mod.OVERHEAD_VERSION
+    assert read(None, now, 1, "read") is None
     good = {"baseline": 1, "direction": "read", "metrics": {"iops": [None] * 9}}
-    assert compare._stored_overhead(json.dumps(good), 1, "read") == good["metrics"]
-    assert compare._stored_overhead(good, 2, "read") is None
-    assert compare._stored_overhead(good, 1, "write") is None
-    assert compare._stored_overhead(good, 1, None) is None
+    assert read(json.dumps(good), now, 1, "read") == good["metrics"]
+    assert read(good, now, 2, "read") is None
+    assert read(good, now, 1, "write") is None
+    assert read(good, now, 1, None) is None
     # Stored by a version with other fields: computed instead.
     short = {**good, "metrics": {"iops": [None] * 8}}
-    assert compare._stored_overhead(short, 1, "read") is None
+    assert read(short, now, 1, "read") is None
+    # Computed by another formula, or before versions were kept: stale.
+    assert read(good, now - 1, 1, "read") is None
+    assert read(good, now + 1, 1, "read") is None
+    assert read(good, None, 1, "read") is None
+
+
+def test_a_stale_overhead_is_never_served(api, client, fio, capsys):
+    """An overhead stored by another version of the formula is read as
+    absent: the comparison and the run page compute it with today's (so
+    nothing mixes the two), and ``store_overheads`` replaces it."""
+    guest, host = _pair(fio, "stale", host_first=True)
+    url = f"/api/v1/compare/?runs={guest.pk},{host.pk}"
+    fresh = api.get(url).content
+    page = api.get(f"/api/v1/runs/{guest.pk}/").content
+    assert Result.objects.filter(
+        run=guest, overhead_version=overhead_mod.OVERHEAD_VERSION
+    ).exists()
+    _mark(guest)
+    Result.objects.filter(run=guest).update(
+        overhead_version=overhead_mod.OVERHEAD_VERSION - 1
+    )
+    assert api.get(url).content == fresh
+    assert api.get(f"/api/v1/runs/{guest.pk}/").content == page
+    assert MARK not in client.get(f"/runs/{guest.pk}/").content.decode()
+    call_command("store_overheads")
+    assert "1 guest run(s)" in capsys.readouterr().out
+    assert (
+        not Result.objects.filter(run=guest, overhead__isnull=False)
+        .exclude(overhead_version=overhead_mod.OVERHEAD_VERSION)
+        .exists()
+    )
 
 
 def test_the_command_stores_what_ingest_would_have(fio, capsys):

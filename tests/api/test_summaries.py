@@ -97,7 +97,7 @@ def test_overhead_summary_is_the_ratio_of_the_pairs(sweep):
 
 
 def test_compare_reads_the_repeat_values_ingest_stored(fio):
-    from benchdb.results import compare
+    from benchdb.results import metrics
     from benchdb.results.models import Result
 
     run = store_bundle(
@@ -106,9 +106,9 @@ def test_compare_reads_the_repeat_values_ingest_stored(fio):
         )
     )
     ids = list(run.results.values_list("pk", flat=True))
-    measured = compare._measured_values(ids)
+    measured = metrics.measured_values(ids)
     assert set(measured) == set(ids)
-    assert compare.repeat_values(ids) == measured
+    assert metrics.repeat_values(ids) == measured
     # Rows stored before the values were kept fall back to the measurements.
     Result.objects.filter(pk=ids[0]).update(stats={"main_direction": "read"})
-    assert compare.repeat_values(ids) == measured
+    assert metrics.repeat_values(ids) == measured

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from benchdb.results import answer_cache, answers, compare, reads, refresh, stats
+from benchdb.results import aggregates, answer_cache, answers, reads, refresh, stats
 from benchdb.results.models import Hardware, Result, Run
 
 TESTS = ("fio-rand-read-4k-q1t1", "fio-seq-read-1m-q8t1")
@@ -177,7 +177,7 @@ def stored_calls() -> list[tuple]:
             ),
         ),
     ]
-    for group_by in (None, *compare.GROUP_BY):
+    for group_by in (None, *aggregates.GROUP_BY):
         calls.append((answers.aggregates, ([], t0, "iops", group_by, None)))
     calls.append(
         (
@@ -218,7 +218,7 @@ def test_every_stored_answer_is_exactly_the_live_one():
 
 def population_size() -> int:
     return Result.objects.filter(
-        test_id=TESTS[0], run__in=compare.comparable_runs()
+        test_id=TESTS[0], run__in=aggregates.comparable_runs()
     ).count()
 
 
@@ -423,7 +423,7 @@ def test_api_answers_say_how_fresh_they_are(client):
         assert body["freshness"]["as_of"], url
     # The aggregates' answer is the live one, filters and all.
     body = client.get(urls[0]).json()
-    live = reads.aggregates(
+    live = aggregates.filtered(
         answer_cache.query_dict([]), test, "iops", "cache_mode", None
     )
     assert body["overall"]["median"] == live["overall"]["median"]

@@ -30,6 +30,12 @@ from scipy import special
 
 from benchdb.results import compare, stats
 from benchdb.results.ingest import store_bundle
+from benchdb.results.metrics import (
+    MAIN_METRICS,
+    equivalence_percent,
+    main_metric,
+    repeat_values,
+)
 from benchdb.results.models import Result, Run
 
 BUNDLES = Path(__file__).resolve().parents[1] / "samples" / "bundles"
@@ -271,8 +277,8 @@ def scalar_comparison(runs: list[Run], reference: Run) -> dict:
     for res in results:
         by_key[res.comparability_key][res.run_id] = res
     shared = {k: v for k, v in by_key.items() if all(rid in v for rid in run_ids)}
-    values = compare.repeat_values([r.pk for v in shared.values() for r in v.values()])
-    margin = compare.equivalence_percent()
+    values = repeat_values([r.pk for v in shared.values() for r in v.values()])
+    margin = equivalence_percent()
 
     def samples_of(result, direction, metric) -> list:
         if result is None:
@@ -290,7 +296,7 @@ def scalar_comparison(runs: list[Run], reference: Run) -> dict:
         ref_result = per_run[reference.pk]
         direction = (ref_result.stats or {}).get("main_direction")
         metrics = []
-        for metric, info in compare.MAIN_METRICS.items():
+        for metric, info in MAIN_METRICS.items():
             samples = {
                 rid: samples_of(per_run[rid], direction, metric) for rid in run_ids
             }
@@ -357,7 +363,7 @@ def scalar_comparison(runs: list[Run], reference: Run) -> dict:
                 "tool": ref_result.tool,
                 "comparability_key": key,
                 "direction": direction,
-                "main_metric": compare.main_metric(ref_result.test_id),
+                "main_metric": main_metric(ref_result.test_id),
                 "metrics": metrics,
                 # The oracle compares runs by their comparability keys alone:
                 # nothing is joined by workload (imports; test_imported_runs).
@@ -458,7 +464,7 @@ def test_a_comparison_of_awkward_values_equals_the_scalar_one():
     runs = [store("full-writeback.json.gz", baseline_id=host.pk) for _ in range(4)]
     runs.append(store("full-none.json.gz"))
     rng = random.Random(11)
-    metrics = list(compare.MAIN_METRICS)
+    metrics = list(MAIN_METRICS)
     for result in Result.objects.filter(run__in=[host, *runs]).order_by("pk"):
         result_stats = result.stats
         roll = rng.random()
@@ -497,9 +503,7 @@ def test_each_result_is_read_in_its_references_main_direction():
             continue
         # A second direction beside the main one, with its own figures.
         other = "write" if main == "read" else "read"
-        result_stats["values"][other] = {
-            m: generated(rng) for m in compare.MAIN_METRICS
-        }
+        result_stats["values"][other] = {m: generated(rng) for m in MAIN_METRICS}
         roll = rng.random()
         if roll < 0.4:
             result_stats["main_direction"] = other

@@ -16,7 +16,16 @@ from pathlib import Path
 from django.http import QueryDict
 
 from benchdb.api.serializers import RUN_LIST_FIELDS, RunListSerializer
-from benchdb.results import compare, exports, ingest, reads, reports, summaries, vocab
+from benchdb.results import (
+    aggregates,
+    exports,
+    ingest,
+    reads,
+    reports,
+    similar,
+    summaries,
+    vocab,
+)
 from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import LISTED_FACET_COLUMNS
 from benchdb.web import present
@@ -51,7 +60,7 @@ def test_every_column_is_exported_grouped_and_described():
     described = [label for label, _get in present.ATTRIBUTES]
     for s in COLUMNS:
         assert s.name in exports.EXPORT_COLUMNS, s.name
-        assert s.name in compare.GROUP_BY, s.name
+        assert s.name in aggregates.GROUP_BY, s.name
         if s.environment:
             assert s.label in described, s.name
         if s.tag:
@@ -79,7 +88,7 @@ def test_every_tag_the_agent_takes_and_the_host_reads():
 
 def test_the_layout_and_the_cache_modes():
     layout = [s.name for s in SETTINGS if s.layout]
-    assert list(compare.SIMILAR_MATCH) == layout
+    assert list(similar.SIMILAR_MATCH) == layout
     assert set(summaries.GROUP_KEY) >= set(layout) - {"cache_mode"}
     assert "cache_mode" not in summaries.GROUP_KEY
     modes = list(agent_vocab.CACHE_MODES)
@@ -109,7 +118,7 @@ CHOSEN = {
     ("benchdb/results/admin.py", "RunAdmin"),  # list_display, list_filter
     # What a comparison names a run by, and reads to do it.
     ("benchdb/results/compare.py", "COMPARED_RUN_FIELDS"),
-    ("benchdb/results/compare.py", "_run_label"),
+    ("benchdb/results/compare.py", "RunLabel.label"),
     ("benchdb/results/reads.py", "BASELINE_SHOWN"),
     # The columns the free-text search looks in, and the sortable ones.
     ("benchdb/results/filters.py", "SEARCH_FIELDS"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchdb.results import compare, reads, stats, summaries
+from benchdb.results import metrics, overheads, reads, stats, summaries
 from benchdb.results.models import Measurement, Result, Run
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,7 @@ def _run(role: str, iops: list, **fields) -> tuple[Run, Result]:
         stats={
             "main_direction": "read",
             "directions": {"read": {"iops": stats.summarize(iops)}},
-            # As ingest stores them (compare.repeat_values reads these).
+            # As ingest stores them (metrics.repeat_values reads these).
             "values": {"read": {"iops": list(iops)}},
         },
         iops_mean=sum(iops) / len(iops),
@@ -46,7 +46,7 @@ def pair():
 
 def test_the_overhead_is_the_stats_answer(pair):
     _guest, g, h = pair
-    [interval] = compare.pair_overheads([(g.pk, h.pk, "read", "iops")])
+    [interval] = overheads.pair_overheads([(g.pk, h.pk, "read", "iops")])
     assert interval == stats.overhead(GUEST, HOST, higher_is_better=True)
     assert 0 < interval["low"] < interval["ratio"] < interval["high"] < 1
     assert interval["slower"] is True
@@ -73,17 +73,17 @@ def test_many_pairs_at_once_are_each_the_stats_answer(pair):
         (g.pk, h2.pk, "read", "iops"),
         (g.pk, h.pk, "write", "iops"),  # no such direction: no figures
     ]
-    assert compare.pair_overheads(pairs) == [
+    assert overheads.pair_overheads(pairs) == [
         stats.overhead(GUEST, HOST, True),
         stats.overhead([500.0, 510.0, 490.0], [2000.0, 2100.0, 1900.0], True),
         stats.overhead(GUEST, [2000.0, 2100.0, 1900.0], True),
         stats.overhead([], [], True),
     ]
-    [runtime] = compare.pair_overheads([(g.pk, h.pk, "read", "runtime_s")])
+    [runtime] = overheads.pair_overheads([(g.pk, h.pk, "read", "runtime_s")])
     assert runtime == stats.overhead(
         [1.0, 1.1, 0.9, 1.0],
         [2.0, 2.1, 1.9, 2.2],
-        compare.higher_is_better("runtime_s"),
+        metrics.higher_is_better("runtime_s"),
     )
 
 
@@ -97,7 +97,7 @@ def test_overhead_pairs_and_the_report_rows_carry_it(pair, django_assert_num_que
     assert "_pair" not in row
     [report_row] = reads.overhead_rows()
     assert report_row["interval"]["text"] == row["interval"]["text"]
-    by_result = compare.result_overheads([g], {h.comparability_key: h})
+    by_result = overheads.result_overheads([g], {h.comparability_key: h})
     assert by_result[g.pk]["iops"]["ratio"] == pytest.approx(row["interval"]["ratio"])
 
 

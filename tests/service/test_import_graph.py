@@ -15,13 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "benchdb"
 
 # Edges known to close a circle, each with who removes it and when.
-KNOWN = {
-    # compare.stored_aggregates imports reads inside the function, closing
-    # compare -> reads -> summaries -> compare; the split of compare.py
-    # (issue #32, worktree "compare") removes it.  Remove this exception
-    # when that lands.
-    ("benchdb.results.compare", "benchdb.results.reads"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def modules() -> dict[str, Path]:

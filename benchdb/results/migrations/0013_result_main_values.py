@@ -7,7 +7,7 @@ written from ``stats`` by a BEFORE trigger on every insert and update
 bench's bulk copy).  A comparison read these paths out of each result's
 whole ``stats`` JSON, which PostgreSQL decompresses per row: 3.2 of the 3.6
 ms of the ten-run comparison's query at a million results.  The metric list
-is ``compare.MAIN_METRICS`` (tests/api/test_main_values.py holds the two
+is ``metrics.MAIN_METRICS`` (tests/api/test_main_values.py holds the two
 to each other).  Existing rows are filled in by one UPDATE, in the
 migration's transaction: 1 min 36 s for a million results on the bench
 machine (docs/deploy.md).

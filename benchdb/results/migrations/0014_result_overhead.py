@@ -1,6 +1,6 @@
 """``results_result.overhead``: a guest result's overhead against its
 baseline's result, stored when ingest links the pair
-(``compare.store_overheads``).  Adding the nullable column is instant;
+(``overheads.store_overheads``).  Adding the nullable column is instant;
 results stored before it get theirs from ``manage.py store_overheads``, and
 until then comparisons and run pages compute them per request as before
 (docs/deploy.md)."""

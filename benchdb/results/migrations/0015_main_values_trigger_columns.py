@@ -2,7 +2,7 @@
 it sets ``stats`` or ``main_values``: an update of another column (the
 stored ``overhead`` ingest writes when it links a pair, migration 0014)
 leaves ``main_values`` as it is, which it would have cut again to the same
-value, 2 of the 9 ms ``compare.store_overheads`` took per guest run.  Every
+value, 2 of the 9 ms ``overheads.store_overheads`` took per guest run.  Every
 insert still cuts it, and so does every update that names ``stats``
 (Django's ``save()`` names every column), or ``main_values`` (a writer of
 the column itself is still overruled): tests/api/test_main_values.py."""
