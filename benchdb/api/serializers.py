@@ -823,7 +823,13 @@ class SimilarSerializer(serializers.Serializer):
     percentile = serializers.FloatField(allow_null=True)
     better_than_percent = serializers.FloatField(allow_null=True)
     distribution = DistributionSerializer()
-    population = serializers.ListField(child=serializers.FloatField())
+    population = serializers.ListField(
+        child=serializers.FloatField(),
+        help_text="The other comparable runs' figures (the run's own left out).",
+    )
+    ranked_among = serializers.IntegerField(
+        help_text="How many other runs the run is ranked among."
+    )
     freshness = FreshnessSerializer(allow_null=True)
 
     def to_representation(self, instance):
@@ -858,6 +864,7 @@ def similar_row(answer: dict) -> dict:
         "better_than_percent": get(answer, "better_than_percent", float, True),
         "distribution": get(answer, "distribution", _distribution),
         "population": get(answer, "population", _floats),
+        "ranked_among": get(answer, "ranked_among", int),
         "freshness": None
         if fresh is None
         else {

@@ -1,11 +1,12 @@
 """A bounded, per-process memo of answers that depend only on their key.
 
-``compare.build_comparison`` keeps its answers here: a comparison is a
-function of the compared runs' labels, the results read (whose values never
-change once stored) and the few settings it takes, all of which its key
-holds, so an answer found under its key is the answer that computing it
-again would give.  Nothing is ever invalidated, only evicted: a change to
-any input is a new key, and the old one ages out.
+``compare.comparison`` keeps its answers here (``memoized``): a comparison
+is a function of one record, its ``Inputs`` (the compared runs' labels, the
+ids of the results read, whose values never change once stored, and the few
+settings it takes), which is its key, so an answer found under its key is
+the answer that computing it again would give.  Nothing is ever
+invalidated, only evicted: a change to any input is a new key, and the old
+one ages out.
 
 Per process and in memory (no serialisation: the answer is the object
 itself), so each web worker computes a comparison once; a key read on

@@ -652,16 +652,19 @@ def hardware_list() -> QuerySet:
 
 
 # What ``similar`` reads of the run.
-SIMILAR_READ = ("id", "hardware", *similar_mod.SIMILAR_MATCH)
+SIMILAR_READ = (
+    *("id", "hardware", *similar_mod.SIMILAR_MATCH),
+    *similar_mod.MEMBER_FIELDS,
+)
 
 
 def similar(run: Run, test_id: str, metric: str, match) -> dict:
-    """Where a run stands among listed, not suspect runs (LookupError if the
+    """Where a run stands among the other listed, not suspect runs (LookupError if the
     run has no such test).  A run read with ``similar.similar_result``'s
     annotations for this test and metric is not asked again."""
     found = None
     if hasattr(run, "similar_key"):
-        found = (run.similar_key, run.similar_value)
+        found = (run.similar_key, run.similar_value, run.similar_comparable)
     return similar_mod.similar_systems(run, test_id, metric, match or (), found=found)
 
 

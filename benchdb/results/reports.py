@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Min
 
-from benchdb.results import compare, hostcost, population, stats
+from benchdb.results import hostcost, metrics, population, stats
 from benchdb.results.models import Result
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS
 from benchdb_agent import vocab as agent_vocab
@@ -61,7 +61,7 @@ def workloads(question: str, limit: int = 12) -> list[dict]:
     )
     out = []
     for row in rows:
-        metric = compare.main_metric(row["test_id"])
+        metric = metrics.main_metric(row["test_id"])
         if metric not in population.METRICS:
             counts = {"iops": row["n_iops"], "bw_bytes": row["n_bw"]}
             counts["lat_mean_ns"] = row["n_lat"]
@@ -168,8 +168,8 @@ def overhead_by(field: str, setup: dict, workload: dict) -> list[dict]:
 
 
 def _overhead_verdict(over: dict, metric: str) -> dict:
-    hib = compare.higher_is_better(metric)
-    margin = compare.equivalence_percent()
+    hib = metrics.higher_is_better(metric)
+    margin = metrics.equivalence_percent()
     out = {
         "runs": over.get("runs") or 0,
         "systems": over.get("systems") or 0,

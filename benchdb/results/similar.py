@@ -12,13 +12,17 @@ from collections.abc import Sequence
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from benchdb.results import answer_cache, stats, vocab
+from benchdb.results import answer_cache, answers, stats, vocab
 from benchdb.results.aggregates import comparable_runs, distribution
 from benchdb.results.metrics import MAIN_METRICS, metric_column
 from benchdb.results.models import Result, Run
+from benchdb.results.vocab import Visibility
 
 # Facets a similar-systems population may additionally be narrowed to.
 SIMILAR_MATCH = vocab.LAYOUT
+# What says whether a run is one of a population (``comparable_runs``: listed,
+# not suspect): a reader of a run to rank reads these with it.
+MEMBER_FIELDS = ("visibility", "hidden", "suspect")
 
 
 def _similar_results(
@@ -48,13 +52,21 @@ def _similar_results(
 
 def similar_result(test_id: str, metric: str) -> dict:
     """Annotations of a run query: its result of ``test_id``, comparability
-    key and ``metric`` figure (``similar_systems``' ``found``), read with
-    the run instead of in a query of their own."""
+    key, ``metric`` figure and whether it is comparable (``similar_systems``'
+    ``found``), read with the run instead of in a query of their own."""
     mine = Result.objects.filter(run=OuterRef("pk"), test_id=test_id).order_by("pk")
     return {
         "similar_key": Subquery(mine.values("comparability_key")[:1]),
         "similar_value": Subquery(mine.values(metric_column(metric))[:1]),
+        "similar_comparable": Subquery(mine.values("comparable")[:1]),
     }
+
+
+def _is_member(run: Run, comparable: bool) -> bool:
+    """Whether the run's result is one of its population's (``comparable_runs``
+    and ``_similar_results``: listed, not suspect, a comparable result)."""
+    listed = run.visibility == Visibility.PUBLIC and not run.hidden
+    return bool(comparable) and listed and not run.suspect
 
 
 def similar_population(
@@ -67,17 +79,9 @@ def similar_population(
     suspect runs): every figure in order and their distribution.  It does
     not depend on the run, so it is stored once for every run that shares it
     (``answer_cache``)."""
-    return _population_of(comparability_key, metric, disk_type, match, None)
-
-
-def _population_of(comparability_key, metric, disk_type, match, runs) -> dict:
     column = metric_column(metric)
     qs = _similar_results(
-        comparability_key,
-        column,
-        disk_type,
-        match,
-        comparable_runs() if runs is None else runs,
+        comparability_key, column, disk_type, match, comparable_runs()
     )
     return {
         "population": list(qs.order_by(column).values_list(column, flat=True)),
@@ -90,23 +94,24 @@ def similar_systems(
     test_id: str,
     metric: str = "iops",
     match: Sequence[str] = (),
-    runs: QuerySet | None = None,
     found: tuple | None = None,
 ) -> dict:
-    """Where a run's result stands among comparable runs on the same disk type.
+    """Where a run's result stands among the other comparable runs on the
+    same disk type.
 
-    The population is every visible, not suspect run (or ``runs``) with a
-    result of the
-    same comparability key, on hardware of the same disk type, optionally
+    The comparable runs are every listed, not suspect run with a result of
+    the same comparability key, on hardware of the same disk type, optionally
     also with the same values of the facets in ``match`` (see
-    ``SIMILAR_MATCH``).  ``percentile`` is the share of the population at or
-    below the run's value (ties count half); ``better_than_percent`` turns it
-    round for latencies, where lower is better.  The run itself is part of
-    the population when it is visible.  Without ``runs`` the population is
-    ``similar_population``'s stored answer, and ``freshness`` says as of when.
-    ``found``: the run's (comparability key, figure) of ``test_id`` and
-    ``metric`` when the caller read them with the run (``similar_result``;
-    a key of None: no such result), else they are read here.
+    ``SIMILAR_MATCH``): ``similar_population``'s stored answer, and
+    ``freshness`` says as of when.  ``distribution`` describes them all.
+    The run is ranked among the others: ``population`` is their figures
+    (the run's own left out when it is one of them), ``ranked_among`` their
+    count, ``percentile`` the share of them at or below the run's value
+    (ties count half); ``better_than_percent`` turns it round for latencies,
+    where lower is better.  ``found``: the run's (comparability key, figure,
+    comparable) of ``test_id`` and ``metric`` when the caller read them with
+    the run (``similar_result``; a key of None: no such result), else they
+    are read here; the run's ``MEMBER_FIELDS`` are read from it.
     """
     column = metric_column(metric)
     for facet in match:
@@ -120,22 +125,22 @@ def similar_systems(
         found = (
             Result.objects.filter(run=run, test_id=test_id)
             .order_by("pk")
-            .values_list("comparability_key", column)
+            .values_list("comparability_key", column, "comparable")
             .first()
         )
     elif found[0] is None:
         found = None
     if found is None:
         raise LookupError(f"run {run.pk} has no test {test_id!r}")
-    comparability_key, value = found
+    comparability_key, value, comparable = found
     disk_type = run.hardware.disk_type if run.hardware_id else "unknown"
     pairs = [[facet, getattr(run, facet)] for facet in match]
     args = (comparability_key, metric, disk_type if run.hardware_id else None)
-    if runs is None:
-        found, freshness = similar_population.with_freshness(*args, pairs)
-    else:
-        found, freshness = _population_of(*args, pairs, runs), None
-    population = found["population"]
+    found, freshness = answers.similar_population.with_freshness(*args, pairs)
+    population = list(found["population"])
+    if value is not None and _is_member(run, comparable) and value in population:
+        # A stored population older than the run does not hold it yet.
+        population.remove(value)
     rank = stats.percentile_rank(value, population) if value is not None else None
     higher = MAIN_METRICS[metric]["higher_is_better"]
     return {
@@ -154,5 +159,6 @@ def similar_systems(
         ),
         "distribution": found["distribution"],
         "population": population,
+        "ranked_among": len(population),
         "freshness": answer_cache.freshness_of(freshness),
     }

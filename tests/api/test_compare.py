@@ -283,14 +283,23 @@ def test_it_ranks_a_run_among_similar_systems(api, trio):
     response = api.get(f"/api/v1/runs/{runs['slow'].pk}/similar/?test_id={READ}")
     assert response.status_code == 200, response.content
     body = response.json()
-    population = sorted(means.values())
-    assert body["population"] == pytest.approx(population)
-    below = sum(1 for v in population if v < means["slow"])
-    equal = sum(1 for v in population if v == means["slow"])
-    assert body["percentile"] == pytest.approx((below + equal / 2) / 3 * 100)
+    comparable = sorted(means.values())
+    # Ranked among the other two, never against itself (issue #30).
+    others = sorted(v for name, v in means.items() if name != "slow")
+    assert body["population"] == pytest.approx(others)
+    assert body["ranked_among"] == 2
+    below = sum(1 for v in others if v < means["slow"])
+    equal = sum(1 for v in others if v == means["slow"])
+    assert body["percentile"] == pytest.approx((below + equal / 2) / 2 * 100)
+    # The distribution describes every comparable run, the ranked one too.
     assert body["distribution"]["count"] == 3
     assert body["distribution"]["median"] == pytest.approx(
-        statistics.median(population)
+        statistics.median(comparable)
+    )
+    fast = api.get(f"/api/v1/runs/{runs['fast'].pk}/similar/?test_id={READ}").json()
+    assert fast["ranked_among"] == 2
+    assert fast["population"] == pytest.approx(
+        sorted(v for name, v in means.items() if name != "fast")
     )
 
 
@@ -362,8 +371,12 @@ def test_it_keeps_suspect_runs_out_of_distributions(api, fio):
     assert api.get(url + "&suspect=false").json()["overall"]["count"] == 1
     similar = api.get(f"/api/v1/runs/{honest.pk}/similar/?test_id={READ}").json()
     assert similar["distribution"]["count"] == 1
+    # Ranked among the others: none (the suspect run is not one of them).
+    assert similar["population"] == [] and similar["ranked_among"] == 0
+    assert similar["percentile"] is None
     # The suspect run itself still answers where it would stand, among the
     # others only.
     ranked = api.get(f"/api/v1/runs/{cached.pk}/similar/?test_id={READ}").json()
     assert ranked["value"] is not None
     assert ranked["population"] == [similar["value"]]
+    assert ranked["ranked_among"] == 1

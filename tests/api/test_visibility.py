@@ -253,9 +253,10 @@ def test_aggregates_counts_and_similar_hold_listed_runs_only(
     similar = api.get(f"/api/v1/runs/{run.pk}/similar/?test_id={test_id}")
     assert similar.status_code == (200 if may_open else 404)
     if may_open:
-        assert similar.json()["population"] == (
-            [similar.json()["value"]] if listed else []
-        )
+        # Ranked among the other runs (none here); counted when it is listed.
+        body = similar.json()
+        assert body["population"] == [] and body["ranked_among"] == 0
+        assert body["distribution"]["count"] == (1 if listed else 0)
 
 
 def _env(cpu: str, disk: str) -> dict:
@@ -494,7 +495,8 @@ def test_a_hidden_run_is_shown_by_no_reader_but_to_its_owner_and_staff(
     assert api.get(aggregates).json()["overall"]["count"] == 1
     assert api.get(population).json()["results"]["runs"] == 1
     similar = api.get(f"/api/v1/runs/{guest.pk}/similar/?test_id={test_id}").json()
-    assert len(similar["population"]) == 1
+    assert similar["distribution"]["count"] == 1  # itself, ranked among none
+    assert similar["ranked_among"] == 0
     settings.PUBLIC_DUMP_DIR = str(tmp_path)
     public_dump()
     with gzip.open(tmp_path / "latest.csv.gz", "rt") as f:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from benchdb.results import aggregates, answer_cache, answers, reads, refresh, stats
+from benchdb.results import aggregates, answer_cache, answers, refresh, stats
 from benchdb.results.models import Hardware, Result, Run
 
 TESTS = ("fio-rand-read-4k-q1t1", "fio-seq-read-1m-q8t1")
