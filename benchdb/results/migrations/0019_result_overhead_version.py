@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("results", "0017_run_sweep_order"),
+        ("results", "0018_data_version_backstop"),
     ]
 
     operations = [
