@@ -127,44 +127,44 @@ def _first_workload(question: str) -> list:
 workloads = declare(
     "workloads",
     "benchdb.results.reports:workloads",
-    version=1,
+    version=2,
     defaults=[("cache",), ("overhead",)],
 )
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=1,
+    version=2,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
-    version=1,
+    version=2,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
 )
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
-    version=1,
+    version=2,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
-    version=1,
+    version=2,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
 )
 
 # Populations over run filters, /api/v1/population/ (results.population) -------
 
 distribution = declare(
-    "distribution", "benchdb.results.population:distribution_over", version=1
+    "distribution", "benchdb.results.population:distribution_over", version=2
 )
 compare_sets = declare(
-    "compare_sets", "benchdb.results.population:compare_sets_over", version=1
+    "compare_sets", "benchdb.results.population:compare_sets_over", version=2
 )
 rank_settings = declare(
-    "rank_settings", "benchdb.results.population:rank_settings_over", version=1
+    "rank_settings", "benchdb.results.population:rank_settings_over", version=2
 )
 
 # Browse, home and report pages' counts (results.reads) -----------------------
@@ -181,7 +181,7 @@ home_counts = declare(
 overhead_summary = declare(
     "overhead_summary",
     "benchdb.results.reads:overhead_summary_answer",
-    version=1,
+    version=2,
     defaults=[()],
 )
 cache_mode_group_page = declare(
@@ -194,10 +194,10 @@ cache_mode_group_page = declare(
 # Similar systems and aggregates (results.compare) ----------------------------
 
 similar_population = declare(
-    "similar_population", "benchdb.results.similar:similar_population", version=1
+    "similar_population", "benchdb.results.similar:similar_population", version=2
 )
 aggregates = declare(
-    "aggregates", "benchdb.results.aggregates:stored_aggregates", version=1
+    "aggregates", "benchdb.results.aggregates:stored_aggregates", version=2
 )
 
 
