@@ -19,7 +19,8 @@ from rest_framework.exceptions import ParseError, UnsupportedMediaType
 from rest_framework.parsers import BaseParser
 
 from benchdb.api.exceptions import PayloadTooLarge
-from benchdb.api.validation import DIGITS, paused_gc
+from benchdb.api.validation import DIGITS
+from benchdb.lib.collector import paused_gc
 
 
 def _reject_constant(name: str):

@@ -11,11 +11,9 @@ parsed once, there; the upload keeps what was parsed with the submission
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
-from collections.abc import Iterator
 
+from benchdb.lib.collector import paused_gc
 from benchdb_agent import contract
 
 # ASCII digits only: str.isdigit() also accepts "¹", which int() refuses.
@@ -25,24 +23,6 @@ DIGITS = re.compile(r"[0-9]{1,18}")
 MAX_TESTS = contract.MAX_TESTS
 MAX_REPEATS = contract.MAX_REPEATS
 MAX_STRING = contract.MAX_STRING
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (as it was after).
-
-    Decoding a bundle and parsing its raw outputs make tens of thousands of
-    dicts and lists, none in a cycle; every few hundred of them set off a
-    collection, and the older generations' walk the whole heap of a web
-    process: 16 of an upload's 77 ms of CPU (bench/profile_ingest.py).  What
-    the block leaves for the collector is collected after it."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def check_upload(doc, *, allow_published: bool = False) -> contract.Checked:

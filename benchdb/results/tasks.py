@@ -26,6 +26,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from benchdb.lib.collector import paused_gc
 from benchdb.results import exports
 from benchdb.results.ingest import IngestError, store_bundle
 from benchdb.results.models import Run, Submission
@@ -88,7 +89,9 @@ def ingest(self, submission_id: int) -> None:
             sub.status = Submission.Status.PROCESSING
             sub.attempts += 1
             sub.save(update_fields=["status", "attempts", "updated"])
-        with transaction.atomic():
+        # The bundle decoded from its row and its rows built: no collector
+        # walks in between (benchdb/lib/collector.py).
+        with paused_gc(), transaction.atomic():
             sub = Submission.objects.select_for_update().get(pk=submission_id)
             if sub.status != Submission.Status.PROCESSING:
                 return
