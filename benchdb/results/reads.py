@@ -481,8 +481,17 @@ def listed_facet_counts() -> dict:
 
 
 def _stored_facet_counts() -> tuple[dict[str, dict], object]:
-    """``listed_facet_counts`` as facet -> {value: runs}, with its freshness."""
+    """``listed_facet_counts`` as facet -> {value: runs}, with its freshness.
+
+    Only a current answer is served: a count beside a facet promises the
+    number of runs the list shows once it is chosen, and the list is live,
+    so a snapshot older than the last upload (served by ``answer_cache``
+    until the worker's refresh) would say "none 2" beside a list of 4.
+    Then the counts are computed live, as the stored answer computes them
+    (freshness None: they are current)."""
     stored, found = answers.listed_facet_counts.with_freshness()
+    if found is not None and not found.current:
+        stored, found = listed_facet_counts(), None
     return {name: dict(map(tuple, pairs)) for name, pairs in stored.items()}, found
 
 

@@ -24,7 +24,15 @@ from benchdb.api.throttling import (
     login_allowed,
     remember_device,
 )
-from benchdb.results import answer_cache, exports, hostcost, metrics, reads, stats
+from benchdb.results import (
+    answer_cache,
+    exports,
+    hostcost,
+    metrics,
+    reads,
+    standing,
+    stats,
+)
 from benchdb.results import answers as stored
 from benchdb.results import compare as compare_mod
 from benchdb.results.models import (
@@ -179,6 +187,8 @@ def run_detail(request, pk: int):
             "groups": groups,
             "guests": guests,
             "headlines": present.headlines(rows),
+            "standing": standing.run_standing(run, present.HEADLINES),
+            **owner.agent_urls(request),
             "warning_groups": present.group_warnings(run.warnings),
             "chart_data": chart_data,
             "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
