@@ -186,10 +186,18 @@
       }
       return out;
     });
+    // On the log axis the whiskers fit whole: they cannot crush the bars.
+    const ceiling = Math.max(0, ...chart.datasets.flatMap((ds) => ds.values.concat(ds.high))
+      .filter((v) => v > 0));
     const x = several
       ? { min: 0, max: 100, display: false }
-      : { type: "logarithmic", min: floor,
-          ticks: { callback: (v) => (Math.log10(v) % 1 === 0 ? fmt.format(v) : "") },
+      : { type: "logarithmic", min: floor, max: ceiling * 1.25,
+          ticks: { maxRotation: 0, autoSkip: true,
+                   // 1, 2 and 5 of each decade: a log axis people can read.
+                   callback: (v) => {
+                     const m = v / Math.pow(10, Math.floor(Math.log10(v) + 1e-9));
+                     return [1, 2, 5].some((k) => Math.abs(m - k) < 1e-6) ? fmt.format(v) : "";
+                   } },
           title: { display: !narrow, text: chart.axis } };
     new Chart(canvas, {
       type: "bar",

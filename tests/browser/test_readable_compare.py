@@ -250,3 +250,25 @@ def test_the_cache_mode_report_on_a_phone(live_server, browser, viewport):
             assert "better" not in cell.inner_text()
     assert not problems, problems
     context.close()
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1366", "390"])
+def test_a_run_alone_on_a_log_axis(live_server, browser, six_runs, viewport):
+    """The run page: one run's tests 1000x apart share a log axis, every
+    bar's figure whole inside its chart, nothing sideways."""
+    url = f"{live_server.url}{six_runs[0].get_absolute_url()}"
+    context, page, problems = _open(browser, url, viewport)
+    canvases = page.locator(".charts canvas")
+    assert canvases.count() >= 1
+    for canvas in canvases.all():
+        canvas.scroll_into_view_if_needed()
+        drawn = canvas.evaluate(LABELS)
+        assert drawn["bars"] > 0 and len(drawn["labels"]) == drawn["bars"]
+        for label in drawn["labels"]:
+            assert 0 <= label["left"] and label["right"] <= drawn["width"], label
+        scale = canvas.evaluate("c => Chart.getChart(c).scales.x.type")
+        assert scale == "logarithmic"
+    layout = page.evaluate(OVERFLOW)
+    assert layout["scroll"] <= layout["width"] and not layout["out"], layout
+    assert not problems, problems
+    context.close()
