@@ -130,6 +130,24 @@ def _suite_index() -> dict:
 _INDEX = _suite_index()
 
 
+def _dd_index() -> dict:
+    """The suite's dd tests by (block size, conv, direction): a dd whose
+    options state both (a published source's command line) is one of them;
+    an output alone says neither, so it never is."""
+    return {
+        (
+            size_bytes(t["options"].get("bs")),
+            t["options"].get("conv"),
+            t["direction"],
+        ): (t["test_id"])
+        for t in suite.catalogue()
+        if t["tool"] == "dd"
+    }
+
+
+_DD_INDEX = _dd_index()
+
+
 def identify(tool: str, directions, options: dict) -> str:
     """The test id of a workload: the suite's when it is one of the suite's
     tests, else an ``io-`` id that names the workload (ioping and dd get
@@ -138,7 +156,12 @@ def identify(tool: str, directions, options: dict) -> str:
     if tool == "ioping":
         w["bs"] = size_bytes((options or {}).get("size"))
         w["iodepth"] = w["numjobs"] = None
-    found = _INDEX.get(_key(w))
+    if tool == "dd":
+        options = options or {}
+        conv = options.get("conv")
+        found = _DD_INDEX.get((w["bs"], conv, w["direction"])) if conv else None
+    else:
+        found = _INDEX.get(_key(w))
     if found:
         return found
     direction = w["direction"] or "mixed"

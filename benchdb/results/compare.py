@@ -538,6 +538,29 @@ def _series(rows: Iterable[tuple[ResultRow, str | None]]) -> dict[int, list]:
 # The key of a test compared by its workload alone (``_by_workload``).
 WORKLOAD_KEY = "workload|{}"
 IMPORTED_KEY = "imported/"
+# A published source's results (``reference``: ``published-<seed>|<test id>``)
+# keep the source's own test ids: their workload is read from their options.
+PUBLISHED_KEY = "published-"
+
+
+def _published_workloads(by_key: dict[str, dict[int, ResultRow]]) -> dict:
+    """Per key of a published result, the test id of its workload
+    (``workload.identify`` from the options the source states): a seed's
+    ``dd bs=1M conv=fdatasync`` is the agent's ``dd-write-1m-fdatasync``.
+    One query, none without a published result."""
+    rows = {
+        row.id: (key, row)
+        for key, per_run in by_key.items()
+        if key.startswith(PUBLISHED_KEY)
+        for row in per_run.values()
+    }
+    if not rows:
+        return {}
+    options = dict(Result.objects.filter(pk__in=rows).values_list("pk", "options"))
+    return {
+        key: workload.identify(row.tool, [row.direction], options.get(pk) or {})
+        for pk, (key, row) in rows.items()
+    }
 
 
 def _by_workload(by_key: dict[str, dict[int, ResultRow]], run_ids: list) -> dict:
@@ -549,11 +572,15 @@ def _by_workload(by_key: dict[str, dict[int, ResultRow]], run_ids: list) -> dict
     is weaker than between two agent runs (``workload.differences``, and the
     import's declared configuration).  Changes ``by_key`` in place."""
     per_test: dict[str, list[str]] = defaultdict(list)
+    published = _published_workloads(by_key)
     for key, per_run in by_key.items():
-        per_test[next(iter(per_run.values())).test_id].append(key)
+        test_id = published.get(key) or next(iter(per_run.values())).test_id
+        per_test[test_id].append(key)
     merged: dict[str, list] = {}
     for test_id, keys in per_test.items():
-        if len(keys) < 2 or not any(k.startswith(IMPORTED_KEY) for k in keys):
+        if len(keys) < 2 or not any(
+            k.startswith((IMPORTED_KEY, PUBLISHED_KEY)) for k in keys
+        ):
             continue
         if any(all(rid in by_key[k] for rid in run_ids) for k in keys):
             continue
@@ -583,13 +610,20 @@ def _by_workload(by_key: dict[str, dict[int, ResultRow]], run_ids: list) -> dict
     }
     out = {}
     for key, pks in merged.items():
-        measured = [pk for pk in pks if facts[pk]["source"] != "imported"]
+        agent = [pk for pk in pks if facts[pk]["source"] == "measured"]
         imported = [pk for pk in pks if facts[pk]["source"] == "imported"]
-        declared = {facts[pk]["tool_version"] or "an import" for pk in imported}
-        said = ", ".join(sorted(declared))
-        reasons = [f"compared by workload: {said} declared, not verified"]
-        base = facts[(measured or imported)[0]]["options"]
-        for pk in imported:
+        published = [pk for pk in pks if facts[pk]["source"] == "published"]
+        reasons = []
+        if imported:
+            declared = {facts[pk]["tool_version"] or "an import" for pk in imported}
+            said = ", ".join(sorted(declared))
+            reasons.append(f"compared by workload: {said} declared, not verified")
+        if published:
+            reasons.append(
+                "compared by workload: published figures, as their source states them"
+            )
+        base = facts[(agent or published or imported)[0]]["options"]
+        for pk in imported + published:
             for reason in workload.differences(facts[pk]["options"], base):
                 if reason not in reasons:
                     reasons.append(reason)
