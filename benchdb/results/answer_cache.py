@@ -128,6 +128,37 @@ def fetch(name: str, args: tuple):
     return json.loads(answer), Freshness(computed, runs, stored, stored == version)
 
 
+def fetch_or_compute(name: str, fn, args: tuple):
+    """(answer, Freshness): the stored answer if it may be served, else
+    computed and stored by one request at a time (single-flight).
+
+    After a removal no answer stored before it may be served, and every
+    reader would compute it live at once (2.7 to 4.3 s per report at a
+    million results, on every web worker).  The first reader computes it
+    under a session advisory lock on the answer's key; the others wait for
+    that lock (no CPU) and read what it stored.  Whoever finds nothing
+    stored once it holds the lock (the first, or one whose predecessor
+    failed) computes it."""
+    found = fetch(name, args)
+    if found is not None:
+        return found
+    _text, digest = _digest(args)
+    # A bigint key of the answer's own (the refresh's lock is one number,
+    # REFRESH_LOCK, a collision with which would only make one wait).
+    key = hashlib.sha256(f"{name}|{digest}".encode()).digest()[:8]
+    lock = int.from_bytes(key, signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [lock])
+    try:
+        found = fetch(name, args)
+        if found is None:
+            found = compute_and_store(name, fn, args)
+        return found
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock])
+
+
 def compute_and_store(name: str, fn, args: tuple):
     """Compute ``fn(*args)`` in one snapshot with its data version and run
     count, store it (unless a newer one is stored already) and return

@@ -89,10 +89,7 @@ class Answer:
         computed in that snapshot instead (Freshness None)."""
         if answer_cache.computing():
             return self.live(*args), None
-        found = answer_cache.fetch(self.key, args)
-        if found is None:
-            found = answer_cache.compute_and_store(self.key, self.live, args)
-        return found
+        return answer_cache.fetch_or_compute(self.key, self.live, args)
 
     def __call__(self, *args):
         return self.with_freshness(*args)[0]

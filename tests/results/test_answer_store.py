@@ -502,3 +502,41 @@ def test_browse_before_any_filter_shows_stored_counts_and_every_run(client):
     by_mode = _menu(page)["cache_mode"]
     assert by_mode["none"] == counts["cache_mode"]["none"]
     assert page.context["freshness"]["current"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_removal_one_reader_computes_and_the_others_wait_for_it():
+    """No stampede: readers who find no servable answer (after a removal,
+    or none stored yet) compute it one at a time; those who waited read what
+    the first stored (``answer_cache.fetch_or_compute``)."""
+    import threading
+    import time
+
+    from django.db import connections
+
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.5)
+        return {"runs": len(calls)}
+
+    refresh.announce(removal=True)
+    got, errors = [], []
+
+    def reader():
+        try:
+            got.append(answer_cache.fetch_or_compute("stampede-test", slow, ())[0])
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(calls) == 1
+    assert got == [{"runs": 1}] * 4
