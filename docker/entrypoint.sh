@@ -3,7 +3,7 @@
 #   migrate  refuse an insecure configuration, apply migrations, load the
 #            reference data; a one-shot service, so migrations run once and
 #            not in every web or worker container
-#   web      gunicorn
+#   web      gunicorn (also what `manage.py serve` runs)
 #   worker   a Celery worker (ingest and the other tasks)
 #   refresh  the Celery worker of the summary refresh alone (its own queue,
 #            one at a time, so ingest never waits behind it); run one
@@ -26,11 +26,14 @@ migrate)
     fi
     ;;
 web)
-    # --max-requests bounds a slow leak; the jitter keeps workers from
-    # restarting together.
+    # Sync workers, 2 x cores + 1 of them: the serving model measured best
+    # at 8 and 32 clients at once (bench/README.md, "Serving model"; threads
+    # lengthened the slowest answers, the GIL serialising a process's
+    # requests).  `manage.py serve` runs this same line.  --max-requests
+    # bounds a slow leak; the jitter keeps workers from restarting together.
     exec python -m gunicorn benchdb.wsgi:application \
         --bind "${GUNICORN_BIND:-0.0.0.0:8000}" \
-        --workers "${WEB_CONCURRENCY:-2}" \
+        --workers "${WEB_CONCURRENCY:-$((2 * $(nproc) + 1))}" \
         --timeout "${GUNICORN_TIMEOUT:-60}" \
         --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
         --max-requests 1000 --max-requests-jitter 100 \

@@ -3,7 +3,10 @@
 What ``make run`` calls.  It migrates, loads the reference data (idempotent),
 then starts and watches four processes:
 
-- the web server (Django's, on ``--addr``);
+- the web server: gunicorn on ``--addr``, started by ``docker/entrypoint.sh
+  web`` as the compose web container starts it, so both serve with the same
+  serving model (worker class, workers from the cores, threads: chosen by
+  measurement, bench/README.md "Serving model");
 - the Celery worker for ingest and the other tasks (queue ``celery``);
 - a second worker for the summary refresh alone (queue ``refresh``, one at a
   time: benchdb/results/refresh.py), so ingest never waits behind it;
@@ -52,6 +55,8 @@ class Child:
     name: str
     argv: list[str]
     essential: bool = False
+    # Set in its environment beside ours.
+    env: dict = field(default_factory=dict)
     proc: subprocess.Popen | None = None
     tail: collections.deque = field(
         default_factory=lambda: collections.deque(maxlen=TAIL_LINES)
@@ -94,14 +99,15 @@ def children(addr: str, concurrency: int) -> list[Child]:
     return [
         Child(
             "web server",
-            [
-                sys.executable,
-                str(settings.BASE_DIR / "manage.py"),
-                "runserver",
-                addr,
-                "--noreload",
-            ],
+            ["sh", str(settings.BASE_DIR / "docker" / "entrypoint.sh"), "web"],
             essential=True,
+            env={
+                "GUNICORN_BIND": addr,
+                # The entrypoint runs `python`: this one, with its packages.
+                "PATH": os.pathsep.join(
+                    [os.path.dirname(sys.executable), os.environ.get("PATH", "")]
+                ),
+            },
         ),
         Child(
             "worker",
@@ -160,9 +166,9 @@ class Command(BaseCommand):
         self.stdout.flush()
 
     def start(self, child: Child) -> None:
-        env = dict(os.environ)
-        # Without DEBUG, runserver serves no static files and none were
-        # collected: WhiteNoise serves them from the source folders.
+        env = {**os.environ, **child.env}
+        # No static files were collected: WhiteNoise serves them from the
+        # source folders.
         env.setdefault("WHITENOISE_USE_FINDERS", "true")
         # Each line as it is printed (a pipe would hold it in a buffer).
         env["PYTHONUNBUFFERED"] = "1"
