@@ -29,11 +29,14 @@ web)
     # Sync workers, 2 x cores + 1 of them: the serving model measured best
     # at 8 and 32 clients at once (bench/README.md, "Serving model"; threads
     # lengthened the slowest answers, the GIL serialising a process's
-    # requests).  `manage.py serve` runs this same line.  --max-requests
-    # bounds a slow leak; the jitter keeps workers from restarting together.
+    # requests).  `manage.py serve` runs this same line.  --preload imports
+    # the app once, before the workers fork: five workers booting Django at
+    # once on two busy cores took minutes.  --max-requests bounds a slow
+    # leak; the jitter keeps workers from restarting together.
     exec python -m gunicorn benchdb.wsgi:application \
         --bind "${GUNICORN_BIND:-0.0.0.0:8000}" \
         --workers "${WEB_CONCURRENCY:-$((2 * $(nproc) + 1))}" \
+        --preload \
         --timeout "${GUNICORN_TIMEOUT:-60}" \
         --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
         --max-requests 1000 --max-requests-jitter 100 \
