@@ -509,8 +509,9 @@ def facets_and_total(
     but a chosen facet that is the only filter is counted over every listed
     run, so its counts are the stored ones, with their freshness.
     Without any, the counts are the stored ``listed_facet_counts`` with their
-    freshness, and the number is counted live: the list shows every listed
-    run, uploads since the snapshot included.  ``filterset``: ``browse``'s
+    freshness, and the number is their sum over one facet (they are current:
+    stored, or computed live when older than the data), with no count of its
+    own.  ``filterset``: ``browse``'s
     answer for ``params`` when the caller has it (the chosen facets' counts
     reuse its validated values)."""
     base = Run.objects.listed()
@@ -524,7 +525,10 @@ def facets_and_total(
     )
     if unfiltered:
         counts, found = _stored_facet_counts()
-        total = base.count()
+        # Every listed run, read from its facet's counts (current: stored,
+        # or computed live when the stored ones are older than the data), not
+        # a count of every listed run on each request (147 ms at 3M results).
+        total = summaries.rows_counted(counts, {})
         return _facet_menu(params, counts), total, answer_cache.freshness_of(found)
     if filterset is None:
         filterset = browse(params, user, owner_key=owner_key)

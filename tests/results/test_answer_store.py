@@ -540,3 +540,22 @@ def test_after_a_removal_one_reader_computes_and_the_others_wait_for_it():
     assert not errors
     assert len(calls) == 1
     assert got == [{"runs": 1}] * 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_browse_before_any_filter_counts_no_runs_on_the_request(client):
+    """/runs/ with nothing chosen reads its total from the facets' counts
+    (stored, current), not a count of every listed run on each request."""
+    from django.test.utils import CaptureQueriesContext
+
+    generate(systems=12)
+    refresh.refresh()
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/runs/")
+    assert page.context["page"].paginator.count == Run.objects.listed().count()
+    counts = [
+        q["sql"]
+        for q in queries.captured_queries
+        if "COUNT(*)" in q["sql"].upper() and "results_answersummary" not in q["sql"]
+    ]
+    assert counts == []
