@@ -59,6 +59,15 @@ class Watched:
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= self.width + 1
 
 
+def sign_in(page, server: str, username: str) -> None:
+    """Open the home page and sign in from the header's link."""
+    page.goto(server + "/")
+    page.click("header.site >> text=Sign in")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("form.auth button[type=submit]")
+
+
 @pytest.mark.parametrize("width", [1366, 390])
 def test_an_owner_manages_runs_and_tokens(live_server, browser, screenshot, width):
     ana = User.objects.create_user("ana", password=PASSWORD)
@@ -76,11 +85,7 @@ def test_an_owner_manages_runs_and_tokens(live_server, browser, screenshot, widt
     page = w.page
 
     # Sign in from the home page, then My runs from the header.
-    page.goto(live_server.url + "/")
-    page.click("header.site >> text=Sign in")
-    page.fill("#id_username", "ana")
-    page.fill("#id_password", PASSWORD)
-    page.click("form.auth button[type=submit]")
+    sign_in(page, live_server.url, "ana")
     page.click("#my-runs-link")
     assert page.url.endswith("/runs/mine/")
     w.check("my runs")

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from benchdb.results.models import Result, Run
-from tests.browser.test_owner_flow import PASSWORD, Watched
+from tests.browser.test_owner_flow import PASSWORD, Watched, sign_in
 from tests.web.test_run_standing import READ, run_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -42,11 +42,7 @@ def test_my_runs_rank_within_two_clicks(live_server, browser, screenshot, width)
         Result.objects.filter(run=run, test_id=READ).update(iops_mean=iops)
     w = Watched(context_of(browser, width), width)
     page = w.page
-    page.goto(live_server.url + "/")
-    page.click("header.site >> text=Sign in")
-    page.fill("#id_username", "ana")
-    page.fill("#id_password", PASSWORD)
-    page.click("form.auth button[type=submit]")
+    sign_in(page, live_server.url, "ana")
     # Two clicks: My runs, then the run.
     page.click("#my-runs-link")
     page.locator(f"#run-{mine.pk} .my-run-title a").click()
