@@ -66,7 +66,14 @@ from benchdb.results.models import (
     Submission,
     readable_q,
 )
-from benchdb.results.vocab import FACETS, HARDWARE_FACETS, LABELS, Role, Visibility
+from benchdb.results.vocab import (
+    FACETS,
+    HARDWARE_FACETS,
+    LABELS,
+    Role,
+    Source,
+    Visibility,
+)
 from benchdb_agent import vocab as agent_vocab
 from benchdb_agent.contract import text_problem
 
@@ -1021,10 +1028,20 @@ def cache_mode_report(group_key: str | None, page=1) -> dict:
         group = next((g for g in groups if g["key"] == group_key), None)
         if group is None:
             group = summaries.cache_mode_group(Run.objects.listed(), group_key)
-    elif groups:
-        group = groups[0]
+    # The published sets (the seeds), always offered, first: a reader checks
+    # a source's own figures there.  Few runs: read live.
+    published, _n = summaries.cache_mode_groups(
+        Run.objects.listed().filter(source=Source.PUBLISHED), 1, CACHE_GROUPS_PAGE
+    )
+    keys = {g["key"] for g in published}
+    groups = [g for g in groups if g["key"] not in keys]
+    if group_key and group is None:
+        group = next((g for g in published if g["key"] == group_key), None)
+    if group is None and not group_key:
+        group = groups[0] if groups else (published[0] if published else None)
     pages = max(1, -(-total // CACHE_GROUPS_PAGE))
     return {
+        "published_groups": published,
         "groups": groups,
         "group": group,
         "group_count": total,

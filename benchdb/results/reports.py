@@ -11,11 +11,13 @@ change to what one computes needs a new version there.
 
 from __future__ import annotations
 
-from django.db.models import Count, Min
+from collections import defaultdict
+
+from django.db.models import Count, Min, Q
 
 from benchdb.results import hostcost, metrics, population, stats
-from benchdb.results.models import Result
-from benchdb.results.vocab import FACETS, HARDWARE_FACETS
+from benchdb.results.models import Result, Run
+from benchdb.results.vocab import FACETS, HARDWARE_FACETS, Source, Visibility
 from benchdb_agent import vocab as agent_vocab
 
 CACHE_MODES = agent_vocab.CACHE_MODES
@@ -109,6 +111,13 @@ def cache_mode_answers(setup: dict, workload: dict) -> list[dict]:
             )
             row["answer"] = ans
             row["has_data"] = bool(ans["runs_a"] and ans["runs_b"])
+            # Faster, but by keeping the guest's flushed writes in the host's
+            # RAM: never a plain "better" (pages colour that green).
+            row["unsafe_faster"] = (
+                safety == "unsafe" and ans.get("verdict") == stats.FASTER
+            )
+            if row["unsafe_faster"]:
+                row["caveat"] = UNSAFE_FASTER
         else:
             runs = population.filter_runs(
                 {**setup, "role": "guest", "cache_mode": mode}
@@ -119,6 +128,134 @@ def cache_mode_answers(setup: dict, workload: dict) -> list[dict]:
             row["has_data"] = bool(row["runs"])
         out.append(row)
     return out
+
+
+UNSAFE_FASTER = "faster, but loses data on a host power failure"
+
+# Why a guest can beat its own bare-metal host, said beside every such figure.
+ABOVE_HOST = (
+    "a guest faster than its host is measuring the host's page cache (writes "
+    "acknowledged from host RAM, reads served from it) or thin provisioning "
+    "(never-written blocks of a sparse image or thin volume read as zeros "
+    "without touching the disk), not the disk"
+)
+
+
+def workload_coverage(question: str, setup: dict) -> dict:
+    """What the setup has under each workload (test id): its runs, its runs
+    per cache mode, and its systems (hardware) measured in every cache mode
+    ("cache") or with a paired host run ("overhead"), the population's runs
+    only.  The report chooses the workload the setup has most of."""
+    runs = population.filter_runs({**setup, "role": "guest"})
+    if question == "cache":
+        runs = runs.exclude(cache_mode="unknown")
+    else:
+        runs = runs.filter(baseline__in=population.population_runs())
+    rows = (
+        Result.objects.filter(run__in=runs.values("pk"))
+        .values("test_id", "run__cache_mode", "run__hardware_id")
+        .annotate(n=Count("run", distinct=True))
+        .order_by()
+    )
+    out: dict[str, dict] = {}
+    modes_of: dict[str, dict] = defaultdict(lambda: defaultdict(set))
+    for row in rows:
+        entry = out.setdefault(
+            row["test_id"], {"runs": 0, "modes": {}, "systems": 0, "complete": 0}
+        )
+        mode = row["run__cache_mode"]
+        entry["runs"] += row["n"]
+        entry["modes"][mode] = entry["modes"].get(mode, 0) + row["n"]
+        if row["run__hardware_id"] is not None:
+            modes_of[row["test_id"]][row["run__hardware_id"]].add(mode)
+    every = set(CACHE_MODES)
+    for test_id, systems in modes_of.items():
+        out[test_id]["systems"] = len(systems)
+        out[test_id]["complete"] = sum(1 for m in systems.values() if every <= m)
+    return out
+
+
+def coverage_score(question: str, entry: dict | None) -> tuple:
+    """How well a workload answers the question for a setup, best highest:
+    systems measured in every mode (cache) or paired systems (overhead),
+    then the cache modes measured, then runs."""
+    if not entry:
+        return (0, 0, 0)
+    if question == "cache":
+        return (entry["complete"], len(entry["modes"]), entry["runs"])
+    return (entry["systems"], 0, entry["runs"])
+
+
+def choose_workload(question: str, options: list[dict], coverage: dict) -> list:
+    """``options`` (the question's workloads) best first for a setup by its
+    ``coverage`` (``coverage_score``); the list's own order breaks ties."""
+    ranked = sorted(
+        enumerate(options),
+        key=lambda io: (
+            coverage_score(question, coverage.get(io[1]["test_id"])),
+            -io[0],
+        ),
+        reverse=True,
+    )
+    return [o for _i, o in ranked]
+
+
+def left_out(setup: dict, test_id: str) -> dict:
+    """Per cache mode, the setup's guest runs of ``test_id`` an answer leaves
+    out: public but suspect, unlisted, imported (configuration declared, not
+    verified).  Private and hidden runs are not counted."""
+    base = Run.objects.filter(hidden=False).exclude(visibility=Visibility.PRIVATE)
+    runs = population.filter_runs({**setup, "role": "guest"}, base=base).filter(
+        results__test_id=test_id
+    )
+    listed = Q(visibility=Visibility.PUBLIC)
+    rows = (
+        runs.values("cache_mode")
+        .annotate(
+            n_suspect=Count("pk", filter=listed & Q(suspect=True), distinct=True),
+            n_unlisted=Count(
+                "pk", filter=Q(visibility=Visibility.UNLISTED), distinct=True
+            ),
+            n_imported=Count(
+                "pk",
+                filter=listed & Q(suspect=False, source=Source.IMPORTED),
+                distinct=True,
+            ),
+        )
+        .order_by()
+    )
+    return {
+        r["cache_mode"]: {k: r[f"n_{k}"] for k in ("suspect", "unlisted", "imported")}
+        for r in rows
+        if r["n_suspect"] or r["n_unlisted"] or r["n_imported"]
+    }
+
+
+def setups_with_data(question: str, limit: int = 6) -> list[dict]:
+    """The platform and disk type pairs with the most guest runs (cache
+    question: with a known cache mode; overhead: paired), as one-click
+    choices: [{platform, disk_type, runs}]."""
+    runs = population.population_runs().filter(role="guest")
+    if question == "cache":
+        runs = runs.exclude(cache_mode="unknown")
+    else:
+        runs = runs.filter(baseline__in=population.population_runs())
+    rows = (
+        runs.exclude(platform="unknown")
+        .exclude(hardware__disk_type__isnull=True)
+        .exclude(hardware__disk_type="unknown")
+        .values("platform", "hardware__disk_type")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "platform", "hardware__disk_type")[:limit]
+    )
+    return [
+        {
+            "platform": r["platform"],
+            "disk_type": r["hardware__disk_type"],
+            "runs": r["n"],
+        }
+        for r in rows
+    ]
 
 
 def cache_mode_ranking(setup: dict, workload: dict) -> dict:
@@ -167,6 +304,12 @@ def overhead_by(field: str, setup: dict, workload: dict) -> list[dict]:
     return out
 
 
+def beats_host(ratio: float | None, metric: str) -> bool:
+    if ratio is None:
+        return False
+    return ratio > 1.0 if metrics.higher_is_better(metric) is not False else ratio < 1.0
+
+
 def _overhead_verdict(over: dict, metric: str) -> dict:
     hib = metrics.higher_is_better(metric)
     margin = metrics.equivalence_percent()
@@ -179,6 +322,9 @@ def _overhead_verdict(over: dict, metric: str) -> dict:
         "percent": over.get("percent"),
         "verdict": stats.CANNOT_TELL,
         "text": "",
+        # Above 1× on a higher-is-better figure (below on a time): the guest
+        # beat bare metal, which the page explains (ABOVE_HOST).
+        "above_host": beats_host(over.get("median"), metric),
     }
     if not out["runs"]:
         out["text"] = "no paired guest and host runs for this setup yet"

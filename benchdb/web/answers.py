@@ -10,7 +10,9 @@ which agent command would measure a setup that has no data yet.
 
 from __future__ import annotations
 
-from benchdb.results import answers
+from django.http import QueryDict
+
+from benchdb.results import answers, reports
 from benchdb.results.vocab import FACETS, HARDWARE_FACETS, LABELS
 from benchdb.web.templatetags.benchdb_format import metric_words
 
@@ -33,14 +35,58 @@ def setup_choices() -> list[dict]:
     return out
 
 
-def workload_options(question: str) -> tuple[list[dict], object]:
-    """The stored ``workloads`` of a question ("cache" or "overhead"), each
-    labelled for the form, with their freshness."""
+def workload_options(question: str, setup: dict) -> tuple[list[dict], list]:
+    """The stored ``workloads`` of a question ("cache" or "overhead"), the
+    setup's best first (``reports.choose_workload``), each labelled for the
+    form with what the setup has under it (``coverage``); and the stored
+    answers' freshness."""
     options, found = answers.workloads.with_freshness(question)
-    labelled = [
-        {**w, "label": f"{w['title']} — {metric_words(w['metric'])}"} for w in options
-    ]
-    return labelled, found
+    coverage, covered = answers.workload_coverage.with_freshness(question, setup)
+    labelled = []
+    for w in reports.choose_workload(question, options, coverage):
+        have = coverage.get(w["test_id"]) or {"runs": 0, "modes": {}, "complete": 0}
+        label = f"{w['title']} — {metric_words(w['metric'])}"
+        label += f" ({have['runs']} run{'s' if have['runs'] != 1 else ''}"
+        if question == "cache" and have["complete"]:
+            n = have["complete"]
+            label += f", {n} system{'s' if n != 1 else ''} in every mode"
+        labelled.append({**w, "label": label + ")", "coverage": have})
+    return labelled, [found, covered]
+
+
+def elsewhere(options: list[dict], workload: dict, mode: str | None = None) -> list:
+    """The other workloads the setup has runs under (of cache mode ``mode``
+    and of cache=none, when given), most first: where to look instead of
+    "no data"."""
+    out = []
+    for w in options:
+        if w["test_id"] == workload["test_id"] or not w["coverage"]["runs"]:
+            continue
+        modes = w["coverage"]["modes"]
+        if mode is not None and not (modes.get(mode) and modes.get("none")):
+            continue
+        out.append(w)
+    return out
+
+
+def setup_links(question: str, path: str) -> tuple[list[dict], object]:
+    """The setups with most data as one-click links (``setups_with_data``)."""
+    found, freshness = answers.setups_with_data.with_freshness(question)
+    platforms = dict(FACETS["platform"].choices)
+    disks = dict(HARDWARE_FACETS["disk_type"].choices)
+    out = []
+    for s in found:
+        query = QueryDict(mutable=True)
+        query.update({"platform": s["platform"], "disk_type": s["disk_type"]})
+        out.append(
+            {
+                **s,
+                "label": f"{platforms.get(s['platform'], s['platform'])} on "
+                f"{disks.get(s['disk_type'], s['disk_type'])}",
+                "url": f"{path}?{query.urlencode()}",
+            }
+        )
+    return out, freshness
 
 
 def chosen_setup(params) -> dict:
@@ -54,13 +100,15 @@ def chosen_setup(params) -> dict:
 
 
 def chosen_workload(params, options: list[dict]) -> dict | None:
-    """The workload asked for (else the first), as the stored answers take
-    it: without the form's label."""
+    """The workload asked for (else the first: the setup's best), as the
+    stored answers take it: without the form's label and coverage."""
     wanted = params.get("workload", "")
     chosen = next((w for w in options if w["test_id"] == wanted), None) or (
         options[0] if options else None
     )
-    return None if chosen is None else {k: v for k, v in chosen.items() if k != "label"}
+    if chosen is None:
+        return None
+    return {k: v for k, v in chosen.items() if k not in ("label", "coverage")}
 
 
 def agent_command(setup: dict, server: str, cache_sweep: bool) -> str:

@@ -1078,3 +1078,44 @@ def cd_diagram(ranking: dict) -> dict | None:
         ],
         "settings": settings,
     }
+
+
+def overhead_chart(workload: dict, answer: dict, by_storage: list[dict]) -> list:
+    """The overhead report's chart (static/js/charts.js): guest ÷ host for
+    the setup, then per storage setup, one bar each with its interval and
+    its figure printed on it; a guest faster than its host is marked."""
+    rows = [{"label": "Your setup, all storage", **answer}] if answer["runs"] else []
+    rows += [{**r, "label": r["label"]} for r in by_storage]
+    if not rows:
+        return []
+
+    def mark(r: dict) -> str:
+        if r.get("above_host"):
+            return "† faster than bare metal: host cache or thin provisioning"
+        return ""
+
+    return [
+        {
+            "slug": "overhead",
+            "bars": [
+                {
+                    "title": f"{workload['title']}: guest ÷ host",
+                    "axis": "Guest ÷ host (1× = bare-metal speed)",
+                    "unit": "×",
+                    "categories": [r["label"] for r in rows],
+                    "datasets": [
+                        {
+                            "label": "Guest ÷ host",
+                            "values": [r["ratio"] for r in rows],
+                            "low": [r["low"] for r in rows],
+                            "high": [r["high"] for r in rows],
+                            "texts": [f"{r['ratio']:.2f}×" for r in rows],
+                            "noisy": [False for _r in rows],
+                            "marks": [mark(r) for r in rows],
+                            "unsafe": False,
+                        }
+                    ],
+                }
+            ],
+        }
+    ]

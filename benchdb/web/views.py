@@ -14,8 +14,9 @@ from django.contrib import admin
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.db.models import prefetch_related_objects
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from benchdb.api.throttling import (
@@ -30,6 +31,7 @@ from benchdb.results import (
     hostcost,
     metrics,
     reads,
+    reports,
     standing,
     stats,
 )
@@ -470,12 +472,15 @@ def comparison_share(request, slug: str):
 
 def _answer_context(request, cache_sweep: bool) -> dict:
     """The setup form and what it needs (shared by both reports)."""
-    options, found = answers.workload_options("cache" if cache_sweep else "overhead")
+    question = "cache" if cache_sweep else "overhead"
     setup = answers.chosen_setup(request.GET)
+    options, found = answers.workload_options(question, setup)
+    links, linked = answers.setup_links(question, request.path)
     return {
-        "_found": [found],
+        "_found": [*found, linked],
         "setup_fields": answers.setup_choices(),
         "setup": setup,
+        "setup_links": links,
         "workloads": options,
         "workload": answers.chosen_workload(request.GET, options),
         "agent_command": answers.agent_command(
@@ -484,18 +489,64 @@ def _answer_context(request, cache_sweep: bool) -> dict:
     }
 
 
+def _setup_query(setup: dict, **more) -> str:
+    query = QueryDict(mutable=True)
+    query.update({**setup, **more})
+    return query.urlencode()
+
+
+def _left_out_links(setup: dict, mode: str, counts: dict) -> list[dict]:
+    """What an answer left out of one cache mode, with where to see it."""
+    base = {**setup, "role": "guest", "cache_mode": mode}
+    out = []
+    if counts.get("suspect"):
+        out.append(
+            {
+                "n": counts["suspect"],
+                "what": "suspect",
+                "url": f"{reverse('run-list')}?{_setup_query(base, suspect='true')}",
+            }
+        )
+    if counts.get("imported"):
+        out.append(
+            {
+                "n": counts["imported"],
+                "what": "imported, configuration not verified",
+                "url": f"{reverse('run-list')}?{_setup_query(base, source='imported')}",
+            }
+        )
+    if counts.get("unlisted"):
+        out.append({"n": counts["unlisted"], "what": "unlisted", "url": ""})
+    return out
+
+
 def cache_mode_report(request):
     context = reads.cache_mode_report(request.GET.get("group"), request.GET.get("page"))
     context.update(_answer_context(request, cache_sweep=True))
-    if context["workload"]:
+    workload = context["workload"]
+    if workload:
+        setup = context["setup"]
         context["answers"], found = stored.cache_mode_answers.with_freshness(
-            context["setup"], context["workload"]
+            setup, workload
         )
         context["ranking"], ranked = stored.cache_mode_ranking.with_freshness(
-            context["setup"], context["workload"]
+            setup, workload
         )
         context["cd"] = present.cd_diagram(context["ranking"])
         context["_found"] += [found, ranked]
+        left = reports.left_out(setup, workload["test_id"])
+        for row in context["answers"]:
+            row["left_out"] = _left_out_links(
+                setup, row["mode"], left.get(row["mode"], {})
+            )
+            if not row["has_data"]:
+                row["elsewhere"] = [
+                    {**w, "url": f"?{_setup_query(setup, workload=w['test_id'])}"}
+                    for w in answers.elsewhere(
+                        context["workloads"], workload, row["mode"]
+                    )[:2]
+                ]
+        context["none_row"] = context["answers"][0] if context["answers"] else None
     context["freshness"] = answer_cache.freshness_of(
         *context.pop("_found"),
         context.get("groups_freshness"),
@@ -534,14 +585,41 @@ def _extremes(data: dict, labels: dict) -> list[dict]:
 def overhead_report(request):
     context = reads.overhead_report(request.GET.get("page"))
     context.update(_answer_context(request, cache_sweep=False))
-    if context["workload"]:
+    workload = context["workload"]
+    if workload:
         context["answer"], found = stored.overhead_answer.with_freshness(
-            context["setup"], context["workload"]
+            context["setup"], workload
         )
         context["by_storage"], by_found = stored.overhead_by.with_freshness(
-            "storage_backend", context["setup"], context["workload"]
+            "storage_backend", context["setup"], workload
         )
         context["_found"] += [found, by_found]
+        context["chart_data"] = present.overhead_chart(
+            workload, context["answer"], context["by_storage"]
+        )
+        if not context["answer"]["runs"]:
+            context["elsewhere"] = [
+                {
+                    **w,
+                    "url": f"?{_setup_query(context['setup'], workload=w['test_id'])}",
+                }
+                for w in answers.elsewhere(context["workloads"], workload)[:3]
+            ]
+    # A guest faster than its host is marked, with why (reports.ABOVE_HOST).
+    context["above_host"] = reports.ABOVE_HOST
+    context["summary"] = [
+        {
+            **t,
+            "above_host": reports.beats_host(
+                (t.get("main") or {}).get("median"), t["metric"]
+            ),
+        }
+        for t in context["summary"]
+    ]
+    context["summary_above_host"] = any(t["above_host"] for t in context["summary"])
+    context["by_storage_above"] = any(
+        r.get("above_host") for r in context.get("by_storage") or []
+    )
     context["freshness"] = answer_cache.freshness_of(
         *context.pop("_found"),
         context.get("groups_freshness"),

@@ -89,8 +89,10 @@ def test_suspect_pairs_are_marked_in_the_run_by_run_table(client, reference):
 def test_report_queries_are_bounded(client, reference, django_assert_max_num_queries):
     # Four cache-mode answers and the per-storage overheads: a few queries
     # each (results/population.py), never one per run.  Cold, each stored
-    # answer (results/answer_cache.py) adds its read, snapshot and store.
-    with django_assert_max_num_queries(84):
+    # answer (results/answer_cache.py) adds its read, snapshot and store;
+    # the setup's workload coverage, its left-out runs and the published
+    # sets add a few more.
+    with django_assert_max_num_queries(92):
         client.get("/reports/cache-modes/")
     with django_assert_max_num_queries(56):
         client.get("/reports/overhead/")
