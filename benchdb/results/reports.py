@@ -258,6 +258,25 @@ def setups_with_data(question: str, limit: int = 6) -> list[dict]:
     ]
 
 
+def recommendation(rows: list[dict]) -> dict | None:
+    """The page's one-line answer from ``cache_mode_answers``' rows: the
+    mode that keeps flushed data and is faster than cache=none by the most
+    (None when none is), and unsafe's row when it is faster too (said with
+    what it loses).  None when cache=none has no data to compare with."""
+    if not rows or not rows[0].get("has_data"):
+        return None
+    faster = [
+        r
+        for r in rows[1:]
+        if r.get("has_data") and r["answer"]["verdict"] == stats.FASTER
+    ]
+    safe = [r for r in faster if r["safety"] != "unsafe"]
+    best = max(safe, key=lambda r: r["answer"]["effect_percent"] or 0, default=None)
+    unsafe = next((r for r in faster if r["safety"] == "unsafe"), None)
+    compared = [r for r in rows[1:] if r.get("has_data")]
+    return {"best": best, "unsafe": unsafe, "compared": len(compared)}
+
+
 def cache_mode_ranking(setup: dict, workload: dict) -> dict:
     """The cache modes ranked over the systems of the setup that measured
     every mode with data (``population.rank_settings``), with the

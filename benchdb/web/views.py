@@ -547,6 +547,7 @@ def cache_mode_report(request):
                     )[:2]
                 ]
         context["none_row"] = context["answers"][0] if context["answers"] else None
+        context["recommendation"] = reports.recommendation(context["answers"])
     context["freshness"] = answer_cache.freshness_of(
         *context.pop("_found"),
         context.get("groups_freshness"),
