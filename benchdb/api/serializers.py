@@ -6,8 +6,6 @@ exist so the OpenAPI schema describes exactly what those views return.
 
 from __future__ import annotations
 
-import datetime
-
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -15,7 +13,7 @@ from rest_framework import serializers
 
 from benchdb.api.permissions import owner_key
 from benchdb.api.validation import DIGITS, check_tags
-from benchdb.results import reads, vocab
+from benchdb.results import reads, rows, vocab
 from benchdb.results.aggregates import GROUP_BY
 from benchdb.results.metrics import METRIC_COLUMNS
 from benchdb.results.models import (
@@ -43,41 +41,17 @@ def viewer(context) -> tuple:
     return getattr(request, "user", None), owner_key(request)
 
 
-# Fast rows -------------------------------------------------------------------
-# DRF builds a row field by field (get_attribute, SkipField, a nested
-# serializer per hardware row and per test): about 0.5 ms a run in a list
-# and 30 ms for a full run detail.  The run, hardware and result serializers
-# below build the same dicts directly, in the same key order;
-# tests/api/test_fast_rows.py holds them equal to DRF's own output
-# (``FAST_ROWS = False``) over runs of every shape.
-FAST_ROWS = True
-_DATETIME = serializers.DateTimeField()
+# Output ----------------------------------------------------------------------
+# Runs, results, hardware and similar-system answers are written by
+# ``benchdb.results.rows``, the one place each is built; the serializers
+# below declare their fields for the OpenAPI schema (and for input), and
+# tests/api/test_fast_rows.py holds the rows to that schema.
 
 
-_UTC = datetime.UTC
-
-
-def _datetime(value):
-    """DRF's ``DateTimeField`` output: ISO 8601 in the current time zone,
-    which is always UTC here (``TIME_ZONE``; nothing activates another),
-    ``Z`` for its offset.  A datetime already in UTC, as every one read from
-    PostgreSQL is, written directly: the same string without DRF's time
-    zone lookups (13 -> 1 us; 150 of them in a page of the run list)."""
-    if value is None:
-        return None
-    if value.tzinfo is _UTC:
-        return value.isoformat()[:-6] + "Z"
-    return _DATETIME.to_representation(value)
-
-
-def _float(value):
-    return float(value) if value is not None else None
-
-
-def _str_dict(value):
-    if value is None:
-        return None
-    return {str(k): str(v) if v is not None else None for k, v in value.items()}
+def run_links(request) -> rows.Links:
+    """(API URL, page URL) of a run by id, absolute for ``request``,
+    each reversed once."""
+    return _url_maker(request, "api:run-detail"), _url_maker(request, "run-detail")
 
 
 def _url_maker(request, name: str):
@@ -85,6 +59,15 @@ def _url_maker(request, name: str):
     sentinel = "918273645"
     head, tail = absolute(request, reverse(name, args=[sentinel])).split(sentinel)
     return lambda pk: f"{head}{pk}{tail}"
+
+
+def _links(serializer) -> rows.Links:
+    """``run_links`` of the serializer's request, made once per serializer
+    (a list serializer's child writes every row of a page)."""
+    links = getattr(serializer, "_links", None)
+    if links is None:
+        links = serializer._links = run_links(serializer.context.get("request"))
+    return links
 
 
 # Submissions -----------------------------------------------------------------
@@ -203,33 +186,8 @@ class HardwareSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def to_representation(self, instance):
-        if not FAST_ROWS:
-            return super().to_representation(instance)
-        return hardware_row(instance)
-
-
-def hardware_row(hw: Hardware) -> dict:
-    """``HardwareSerializer``'s dict, built directly (see FAST_ROWS)."""
-    cpu, disk = hw.cpu_model, hw.disk_model
-    run_count = getattr(hw, "run_count", None)
-    return {
-        "id": hw.pk,
-        "cpu_model": cpu.name if cpu is not None else None,
-        "cpu_sockets": hw.cpu_sockets,
-        "cpu_cores": hw.cpu_cores,
-        "cpu_threads": hw.cpu_threads,
-        "memory_bytes": hw.memory_bytes,
-        "disk_model": disk.name if disk is not None else None,
-        "disk_type": hw.disk_type,
-        "disk_count": hw.disk_count,
-        "disk_size_bytes": hw.disk_size_bytes,
-        "raid_controller": hw.raid_controller,
-        "raid_level": hw.raid_level,
-        "controller_cache_bytes": hw.controller_cache_bytes,
-        "controller_battery": hw.controller_battery,
-        "run_count": int(run_count) if run_count is not None else None,
-    }
+    def to_representation(self, instance) -> rows.HardwareRow:
+        return rows.hardware_row(instance)
 
 
 RUN_LIST_FIELDS = [
@@ -261,15 +219,20 @@ RUN_LIST_FIELDS = [
 
 
 class RunListSerializer(serializers.ModelSerializer):
-    url = serializers.SerializerMethodField()
-    web_url = serializers.SerializerMethodField()
+    """A run as lists show it: ``rows.run_row``."""
+
+    url = serializers.CharField(read_only=True)
+    web_url = serializers.CharField(read_only=True)
     hardware = HardwareSerializer(read_only=True, allow_null=True)
-    baseline = serializers.SerializerMethodField(
-        help_text="The host run that is this run's native baseline, if you may open it."
+    baseline = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The host run that is this run's native baseline, if you may "
+        "open it.",
     )
     suspect_reasons = serializers.ListField(child=serializers.CharField())
-    owned = serializers.SerializerMethodField(
-        help_text="True when the run belongs to an account."
+    owned = serializers.BooleanField(
+        read_only=True, help_text="True when the run belongs to an account."
     )
 
     class Meta:
@@ -277,80 +240,9 @@ class RunListSerializer(serializers.ModelSerializer):
         fields = RUN_LIST_FIELDS
         read_only_fields = fields
 
-    def get_url(self, obj) -> str:
-        return absolute(
-            self.context.get("request"), reverse("api:run-detail", args=[obj.pk])
-        )
-
-    def get_web_url(self, obj) -> str:
-        return absolute(self.context.get("request"), obj.get_absolute_url())
-
-    @extend_schema_field(serializers.IntegerField(allow_null=True))
-    def get_baseline(self, obj) -> int | None:
-        return reads.shown_baseline_id(obj, *viewer(self.context))
-
-    def get_owned(self, obj) -> bool:
-        return obj.owner_id is not None
-
-    def to_representation(self, instance):
-        if not FAST_ROWS:
-            return super().to_representation(instance)
-        return self.run_row(instance)
-
-    def run_row(self, run: Run) -> dict:
-        """``RUN_LIST_FIELDS`` of one run, built directly (see FAST_ROWS)."""
-        urls = getattr(self, "_urls", None)
-        if urls is None:
-            request = self.context.get("request")
-            urls = self._urls = (
-                _url_maker(request, "api:run-detail"),
-                _url_maker(request, "run-detail"),
-                viewer(self.context),
-            )
-        api_url, web_url, reader = urls
-        hardware = run.hardware
-        reasons = run.suspect_reasons
-        return {
-            "id": run.pk,
-            "uuid": str(run.uuid),
-            "url": api_url(run.pk),
-            "web_url": web_url(run.pk),
-            "title": run.title,
-            "role": run.role,
-            "platform": run.platform,
-            "virtualization": run.virtualization,
-            "hypervisor_version": run.hypervisor_version,
-            "os_name": run.os_name,
-            "kernel": run.kernel,
-            "cache_mode": run.cache_mode,
-            "aio_mode": run.aio_mode,
-            "iothread": run.iothread,
-            "image_format": run.image_format,
-            "storage_backend": run.storage_backend,
-            "disk_bus": run.disk_bus,
-            "guest_filesystem": run.guest_filesystem,
-            "host_filesystem": run.host_filesystem,
-            "hardware": hardware_row(hardware) if hardware is not None else None,
-            "suite_id": run.suite_id,
-            "suite_version": run.suite_version,
-            "profile": run.profile,
-            "agent_version": run.agent_version,
-            "ran_at": _datetime(run.ran_at),
-            "source": run.source,
-            "visibility": run.visibility,
-            "pair_id": run.pair_id,
-            "sweep_id": run.sweep_id,
-            "baseline": reads.shown_baseline_id(run, *reader),
-            "suspect": run.suspect,
-            "suspect_reasons": [str(r) if r is not None else None for r in reasons]
-            if reasons is not None
-            else None,
-            "hidden": run.hidden,
-            "hidden_reason": run.hidden_reason,
-            "owned": run.owner_id is not None,
-            "created": _datetime(run.created),
-            "updated": _datetime(run.updated),
-        }
+    def to_representation(self, instance) -> rows.RunRow:
+        baseline = reads.shown_baseline_id(instance, *viewer(self.context))
+        return rows.run_row(instance, _links(self), baseline)
 
 
 class StatSerializer(serializers.Serializer):
@@ -379,6 +271,12 @@ class StatSerializer(serializers.Serializer):
         child=serializers.FloatField(),
         required=False,
         help_text="Latency percentiles only: each repeat's value (never averaged).",
+    )
+    interval = serializers.ChoiceField(
+        choices=["log-t", "range"],
+        required=False,
+        help_text="log-t: the t interval of the logs of the repeats; range: "
+        "their min and max only (latency percentiles).",
     )
 
 
@@ -432,10 +330,17 @@ class OverheadSerializer(serializers.Serializer):
 
 
 class ResultSerializer(serializers.ModelSerializer):
-    main_direction = serializers.SerializerMethodField()
-    stats = serializers.SerializerMethodField()
-    repeats = serializers.SerializerMethodField()
-    overhead = serializers.SerializerMethodField()
+    """A result with its statistics, repeats and guest/host figures:
+    ``rows.result_row``."""
+
+    main_direction = serializers.CharField(read_only=True, allow_null=True)
+    stats = serializers.DictField(
+        child=serializers.DictField(child=StatSerializer()),
+        read_only=True,
+        help_text="direction -> metric -> summary over repeats.",
+    )
+    repeats = RepeatSerializer(many=True, read_only=True)
+    overhead = OverheadSerializer(allow_null=True, read_only=True)
 
     class Meta:
         model = Result
@@ -463,72 +368,12 @@ class ResultSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    def to_representation(self, instance):
-        if not FAST_ROWS:
-            return super().to_representation(instance)
-        return self.result_row(instance)
-
-    def result_row(self, res: Result) -> dict:
-        """The fields above of one result, built directly (see FAST_ROWS)."""
-        return {
-            "test_id": res.test_id,
-            "title": res.title,
-            "group": res.group,
-            "tool": res.tool,
-            "comparability_key": res.comparability_key,
-            "comparable": res.comparable,
-            "approximate": res.approximate,
-            "options": res.options,
-            "command": res.command,
-            "tool_version": res.tool_version,
-            "preconditioned": res.preconditioned,
-            "extra_repeats": res.extra_repeats,
-            "repeat_count": res.repeat_count,
-            "main_direction": self.get_main_direction(res),
-            "iops_mean": _float(res.iops_mean),
-            "bw_bytes_mean": _float(res.bw_bytes_mean),
-            "lat_mean_ns_mean": _float(res.lat_mean_ns_mean),
-            "stats": self.get_stats(res),
-            "repeats": self.get_repeats(res),
-            "overhead": self.get_overhead(res),
-        }
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_main_direction(self, obj) -> str | None:
-        return (obj.stats or {}).get("main_direction")
-
-    @extend_schema_field(
-        serializers.DictField(child=serializers.DictField(child=StatSerializer()))
-    )
-    def get_stats(self, obj) -> dict:
-        """direction -> metric -> summary over repeats."""
-        return (obj.stats or {}).get("directions", {})
-
-    @extend_schema_field(RepeatSerializer(many=True))
-    def get_repeats(self, obj) -> list:
-        # reads.attach_repeats: the run's repeats in one query.
-        formats = obj.raw_formats
-        by_repeat: dict[int, list] = {}
-        for m in obj.records:
-            record = {"job": m["job"], "direction": m["direction"]}
-            record.update((f, m[f]) for f in METRIC_FIELDS)
-            by_repeat.setdefault(m["repeat"], []).append(record)
-        return [
-            {"repeat": r, "records": recs, "raw_format": formats.get(r)}
-            for r, recs in sorted(by_repeat.items())
-        ]
-
-    @extend_schema_field(OverheadSerializer(allow_null=True))
-    def get_overhead(self, obj) -> dict | None:
-        baseline = self.context.get("baseline_results", {}).get(obj.comparability_key)
-        if baseline is None:
-            return None
-        out = {"baseline_run": baseline.run_id}
-        for metric, column in METRIC_COLUMNS.items():
-            guest, host = getattr(obj, column), getattr(baseline, column)
-            out[metric] = guest / host if guest is not None and host else None
-        out["intervals"] = self.context.get("overheads", {}).get(obj.pk, {})
-        return out
+    def to_representation(self, instance) -> rows.ResultRow:
+        return rows.result_row(
+            instance,
+            self.context.get("baseline_results"),
+            self.context.get("overheads"),
+        )
 
 
 class RunDetailSerializer(RunListSerializer):
@@ -563,34 +408,14 @@ class RunDetailSerializer(RunListSerializer):
         ]
         read_only_fields = fields
 
-    def to_representation(self, instance):
-        if not FAST_ROWS:
-            return super().to_representation(instance)
-        out = self.run_row(instance)
-        env, warnings = instance.environment, instance.warnings
-        # The result rows need the context only, not DRF's bound fields
-        # (building them deep-copies every declared field).
-        tests = ResultSerializer(context=self.context)
-        out.update(
-            {
-                "notes": instance.notes,
-                "citation": instance.citation,
-                "citation_url": instance.citation_url,
-                "environment": {str(k): v for k, v in env.items()}
-                if env is not None
-                else None,
-                "tags": _str_dict(instance.tags),
-                "tag_sources": _str_dict(instance.tag_sources),
-                "warnings": [
-                    {str(k): v for k, v in w.items()} if w is not None else None
-                    for w in warnings
-                ]
-                if warnings is not None
-                else None,
-                "tests": [tests.result_row(r) for r in instance.results.all()],
-            }
+    def to_representation(self, instance) -> rows.RunDetailRow:
+        return rows.run_detail_row(
+            instance,
+            _links(self),
+            reads.shown_baseline_id(instance, *viewer(self.context)),
+            self.context.get("baseline_results"),
+            self.context.get("overheads"),
         )
-        return out
 
 
 class RunUpdateSerializer(serializers.ModelSerializer):
@@ -832,66 +657,8 @@ class SimilarSerializer(serializers.Serializer):
     )
     freshness = FreshnessSerializer(allow_null=True)
 
-    def to_representation(self, instance):
-        if not FAST_ROWS:
-            return super().to_representation(instance)
-        return similar_row(instance)
-
-
-def similar_row(answer: dict) -> dict:
-    """``SimilarSerializer``'s dict, built directly (see FAST_ROWS): DRF's
-    fields cost a third of this small answer (a copy of every field per
-    request, a call per population value).  As DRF does, a None value is
-    None whatever its field, and a missing one is None where null is
-    allowed."""
-
-    def get(mapping: dict, key: str, convert, allow_null: bool = False):
-        value = mapping.get(key) if allow_null else mapping[key]
-        return None if value is None else convert(value)
-
-    fresh = answer.get("freshness")
-    return {
-        "run": get(answer, "run", int),
-        "test_id": get(answer, "test_id", str),
-        "comparability_key": get(answer, "comparability_key", str),
-        "metric": get(answer, "metric", str),
-        "unit": get(answer, "unit", str),
-        "higher_is_better": get(answer, "higher_is_better", _boolean),
-        "disk_type": get(answer, "disk_type", str),
-        "match": _str_dict(answer["match"]),
-        "value": get(answer, "value", float, True),
-        "percentile": get(answer, "percentile", float, True),
-        "better_than_percent": get(answer, "better_than_percent", float, True),
-        "distribution": get(answer, "distribution", _distribution),
-        "population": get(answer, "population", _floats),
-        "ranked_among": get(answer, "ranked_among", int),
-        "freshness": None
-        if fresh is None
-        else {
-            "as_of": get(fresh, "as_of", _datetime),
-            "runs": get(fresh, "runs", int),
-            "data_version": get(fresh, "data_version", int),
-            "current": get(fresh, "current", _boolean),
-        },
-    }
-
-
-_BOOLEAN = serializers.BooleanField()
-
-
-def _boolean(value):
-    return _BOOLEAN.to_representation(value)
-
-
-def _floats(values) -> list:
-    return [float(v) if v is not None else None for v in values]
-
-
-def _distribution(dist: dict) -> dict:
-    out = {"count": None if dist["count"] is None else int(dist["count"])}
-    for key in ("min", "q1", "median", "q3", "max"):
-        out[key] = _float(dist.get(key))
-    return out
+    def to_representation(self, instance) -> rows.SimilarRow:
+        return rows.similar_row(instance)
 
 
 class AggregateQuerySerializer(serializers.Serializer):

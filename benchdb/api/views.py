@@ -102,11 +102,11 @@ class StablePagination(PageNumberPagination):
 
 
 class RunListPagination(StablePagination):
-    """The run list's pages as ``reads.list_rows`` for the request's reader
-    (``serializers.FAST_ROWS``; DRF's own path pages model instances)."""
+    """The run list's pages as ``reads.list_rows`` for the request's reader,
+    read by ids first (``reads.ListRowsPaginator``)."""
 
     def paginate_queryset(self, queryset, request, view=None):
-        if s.FAST_ROWS and getattr(view, "action", None) == "list":
+        if getattr(view, "action", None) == "list":
             self.django_paginator_class = partial(
                 reads.ListRowsPaginator, reader=(request.user, owner_key(request))
             )

@@ -35,13 +35,13 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     Count,
     Exists,
+    F,
     OuterRef,
     Prefetch,
     QuerySet,
     Subquery,
     prefetch_related_objects,
 )
-from django.db.models.sql.where import WhereNode
 
 from benchdb.results import (
     aggregates,
@@ -164,7 +164,7 @@ def list_columns(qs: RunQuerySet) -> RunQuerySet:
 class ListRow(SimpleNamespace):
     """A run of a list page read by ``list_rows``: the columns a list row
     shows as attributes (``pk``, ``title``, ``hardware``...: what
-    ``api.serializers.RunListSerializer.run_row`` reads of a run), its
+    ``rows.run_row`` reads of a run, without model instances), its
     hardware a ``ListRow`` too (its CPU and disk models with their ``name``),
     and ``shown_baseline``: the baseline's id if the reader may open it,
     else None (``shown_baseline_id``)."""
@@ -217,15 +217,32 @@ def list_rows(qs: QuerySet, user=None, owner_key: str = "") -> list[ListRow]:
     return out
 
 
+def list_page_rows(ids: QuerySet) -> RunQuerySet:
+    """The runs of ``ids`` (a subquery of pks) with what a list row shows
+    (``for_list``, ``list_columns``): the rows of a page of a run list, read
+    by ``IdPaginator`` without the list's filters."""
+    return list_columns(Run.objects.for_list().filter(pk__in=ids))
+
+
 class IdPaginator(Paginator):
-    """A page of runs in one query of two steps: the page's ids from the
-    ordered, filtered query without its joins and wide columns (an
-    index-only scan of ``results_run_listed_idx`` for the default order),
-    as a subquery, then those rows in full.  One OFFSET over the listed
+    """A page in one query of two steps: the page's ids from the ordered,
+    filtered query without its joins and wide columns (an index-only scan of
+    ``results_run_listed_idx`` for the default order), as a subquery, then
+    those rows in full, in the list's order.  One OFFSET over the listed
     index instead of over the joined rows: page 200 of the list went from
     166 ms to a few ms of SQL at 1M.  Counts and order are the queryset's
     own.  (Asked as two queries, the ids' round trip and compilation were
-    about 1.3 ms of a filtered list's 12.)"""
+    about 1.3 ms of a filtered list's 12.)
+
+    ``rows``: the rows of a subquery of ids, with the list's columns and
+    annotations but not its filters (``list_page_rows``): asked again, the
+    filters made the planner AND a filter's index with the primary key (1.5
+    of the 2 ms of a filtered list's rows at 1M).  Without it, the list's
+    own query limited to the ids."""
+
+    def __init__(self, object_list, per_page, *, rows=None, **kwargs):
+        super().__init__(object_list, per_page, **kwargs)
+        self.rows = rows
 
     def page(self, number):
         number = self.validate_number(number)
@@ -241,14 +258,11 @@ class IdPaginator(Paginator):
         return list(rows)
 
     def rows_of(self, ids: QuerySet) -> QuerySet:
-        """The rows of ``ids`` (a subquery of pks), chosen by the filters
-        already: the queryset's columns, joins, annotations and order without
-        its conditions.  Asked again, the filters made the planner AND a
-        filter's index with the primary key (1.5 of the 2 ms of a filtered
-        list's rows at 1M)."""
-        qs = self.object_list.all()
-        qs.query.where = WhereNode()
-        return qs.filter(pk__in=ids)
+        if self.rows is None:
+            return self.object_list.filter(pk__in=ids)
+        # The list's order, as RunFilterSet.qs reads it.
+        query = self.object_list.query
+        return self.rows(ids).order_by(*(query.order_by or Run._meta.ordering))
 
 
 class ListRowsPaginator(IdPaginator):
@@ -256,11 +270,147 @@ class ListRowsPaginator(IdPaginator):
     owner key): the API's run list."""
 
     def __init__(self, object_list, per_page, *, reader: tuple = (None, ""), **kw):
-        super().__init__(object_list, per_page, **kw)
+        super().__init__(object_list, per_page, rows=list_page_rows, **kw)
         self.reader = reader
 
     def read(self, rows: QuerySet) -> list:
         return list_rows(rows, *self.reader)
+
+
+# The browse page -------------------------------------------------------------
+
+# Browse columns: ordering name -> (test id, Result column), both ways.
+BROWSE_HEADLINES = {
+    "rand4k_iops": ("fio-rand-read-4k-q32t1", "iops_mean"),
+    "seq1m_bw": ("fio-seq-read-1m-q8t1", "bw_bytes_mean"),
+}
+
+
+def with_headlines(qs: RunQuerySet) -> RunQuerySet:
+    """The run list with its headline figures as columns (a correlated
+    subquery each; PostgreSQL evaluates them for the page's rows only unless
+    the list is sorted by one) and the host baseline's 4K figure, for the
+    overhead, when that baseline is listed."""
+
+    def figure(test_id: str, column: str):
+        return Subquery(
+            Result.objects.filter(run=OuterRef("pk"), test_id=test_id)
+            .order_by("id")
+            .values(column)[:1]
+        )
+
+    listed = Run.objects.listed().filter(pk=OuterRef(OuterRef("baseline_id")))
+
+    def host(column: str):
+        return Subquery(
+            Result.objects.filter(
+                run=OuterRef("baseline_id"),
+                test_id=BROWSE_HEADLINES["rand4k_iops"][0],
+            )
+            .filter(run__in=listed.values("pk"))
+            .order_by("id")
+            .values(column)[:1]
+        )
+
+    annotations = {
+        name: figure(test_id, column)
+        for name, (test_id, column) in BROWSE_HEADLINES.items()
+    }
+    return qs.annotate(
+        **annotations,
+        rand4k_result_id=figure(BROWSE_HEADLINES["rand4k_iops"][0], "id"),
+        host_rand4k_iops=host("iops_mean"),
+        host_rand4k_result_id=host("id"),
+    )
+
+
+def order_by_headline(qs: RunQuerySet, ordering: str) -> RunQuerySet:
+    """Sort by a headline figure; runs without it last, either way."""
+    expr = F(ordering.lstrip("-"))
+    expr = (
+        expr.desc(nulls_last=True)
+        if ordering.startswith("-")
+        else expr.asc(nulls_last=True)
+    )
+    return qs.order_by(expr, "-id")
+
+
+def browse_page(qs: RunQuerySet, ordering: str, number, count: int | None = None):
+    """A page of the browse list (``browse``'s runs): 50 runs by ids first
+    (``IdPaginator``), with their headline figures, the overhead of the 4K
+    figure against a listed host baseline (``browse_overheads``) and hosts
+    labelled by their guests' platform (``label_host_platforms``).
+    ``count``: the list's length when known already (the facets' total)."""
+    qs = with_headlines(qs)
+    if ordering.lstrip("-") in BROWSE_HEADLINES:
+        qs = order_by_headline(qs, ordering)
+    paginator = IdPaginator(
+        qs, 50, rows=lambda ids: with_headlines(list_page_rows(ids))
+    )
+    if count is not None:
+        paginator.count = count  # cached_property: no count query of its own
+    page = paginator.get_page(number)
+    browse_overheads(page)
+    label_host_platforms([r for r in page if r.role == Role.HOST])
+    return page
+
+
+def browse_overheads(runs) -> None:
+    """``run.rand4k_overhead`` for the list's "4K read vs host" column: the
+    guest ÷ host ratio of geometric means with its 95% interval
+    (``stats.overhead``, as on the run page), or None without a listed host
+    baseline's figure.  Two queries for the whole page."""
+    runs = list(runs)
+    paired = [
+        r
+        for r in runs
+        if getattr(r, "rand4k_result_id", None)
+        and getattr(r, "host_rand4k_result_id", None)
+    ]
+    directions = dict(
+        Result.objects.filter(pk__in=[r.rand4k_result_id for r in paired]).values_list(
+            "pk", "stats__main_direction"
+        )
+    )
+    answers = (
+        overheads.pair_overheads(
+            [
+                (
+                    r.rand4k_result_id,
+                    r.host_rand4k_result_id,
+                    directions.get(r.rand4k_result_id),
+                    "iops",
+                )
+                for r in paired
+            ]
+        )
+        if paired
+        else []
+    )
+    by_run = {r.pk: a for r, a in zip(paired, answers, strict=True)}
+    for run in runs:
+        run.rand4k_overhead = by_run.get(run.pk)
+
+
+def label_host_platforms(hosts: list) -> None:
+    """``host.platform_label``: a host baseline's platform is its guests'
+    ("Proxmox VE (host)"), where its own is unknown.  One query."""
+    platforms = defaultdict(set)
+    rows = (
+        Run.objects.listed()
+        .filter(baseline__in=[h.pk for h in hosts])
+        .values_list("baseline_id", "platform")
+        .distinct()
+    )
+    labels = dict(Run._meta.get_field("platform").choices)
+    for baseline_id, platform in rows:
+        platforms[baseline_id].add(labels.get(platform, platform))
+    for host in hosts:
+        own = host.get_platform_display()
+        if host.platform == "unknown" and platforms.get(host.pk):
+            host.platform_label = ", ".join(sorted(platforms[host.pk])) + " (host)"
+        else:
+            host.platform_label = own
 
 
 def check_gone(pk) -> None:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from functools import lru_cache
 from html import escape  # as django.utils.html.escape, without its lazy wrapper
 
-from django.template.defaultfilters import date, floatformat, stringformat
+from django.template.defaultfilters import date, floatformat
 from django.urls import reverse
 from django.utils.formats import localize
-from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 from django.utils.timezone import template_localtime
 
@@ -223,7 +221,6 @@ def chart_groups(data: dict, labels: dict, rows: bool = True) -> list[dict]:
             "title": GROUP_TITLES.get(name, name),
             "count": len(tests),
             "rows": table,
-            "rows_html": rows_html(table),
             "bars": [],
             "lines": [],
         }
@@ -249,9 +246,9 @@ def _rows(
 def _row(
     test: dict, m: dict, e: dict, label: str, is_reference: bool, unsafe=False
 ) -> dict:
-    """One table row, every cell formatted here: a full comparison has
-    hundreds of rows, and Python formats them far faster than template
-    filters do."""
+    """One table row (templates/jinja2/web/_compare_rows.html), every cell's
+    text formatted here: a full comparison has hundreds of rows, and Python
+    formats them far faster than template filters do."""
     metric = m["metric"]
     interval = interval_text(e, metric)
     if is_reference:
@@ -272,6 +269,8 @@ def _row(
         "metric": m,
         "entry": e,
         "label": label,
+        "data_mean": repr(e["mean"]),
+        "data_gmean": repr(e["gmean"]),
         "mark": "" if the_mark == "reference" else the_mark,
         "cells": {
             "metric": metric_words(metric),
@@ -287,50 +286,6 @@ def _row(
         "unsafe": unsafe,
         "noisy": too_noisy(e),
     }
-
-
-def rows_html(rows: list[dict]) -> str:
-    """A table's rows (``_row``) as HTML, every value escaped: the template
-    engine took about two thirds of a guest+host page (170 rows) to do it."""
-    return mark_safe("".join(_row_html(row) for row in rows))
-
-
-# ``escape`` of the texts a table repeats on every row (test ids and titles,
-# metric words, run labels, verdict classes and marks): each distinct
-# text escaped once per process rather than ~2,000 calls per guest+host page.
-_escaped = lru_cache(maxsize=4096)(escape)
-
-
-def _repr_html(value) -> str:
-    """``escape(repr(value))``: a float's or None's repr has nothing to
-    escape (digits, sign, point, e, inf, nan, None)."""
-    if value is None or type(value) is float:
-        return repr(value)
-    return escape(repr(value))
-
-
-def _row_html(row: dict) -> str:
-    e, c = row["entry"], row["cells"]
-    esc = _escaped
-    mark = f'<span class="mk">{esc(row["mark"])}</span> ' if row["mark"] else ""
-    small = f"<br><small>{escape(c['overhead'])}</small>" if c["overhead"] else ""
-    return (
-        f'<tr data-test="{esc(row["test"]["test_id"])}" '
-        f'data-metric="{esc(row["metric"]["metric"])}" data-run="{e["run"]}" '
-        f'data-mean="{_repr_html(e["mean"])}" '
-        f'data-gmean="{_repr_html(e["gmean"])}" '
-        f'class="{esc(row["css"])}"><td class="name" data-label="Test">'
-        f"{esc(row['test']['title'])}</td>"
-        f'<td data-label="Figure">{esc(c["metric"])}</td>'
-        f'<td class="name" data-label="Run">{esc(row["label"])}</td>'
-        f'<td class="figure" data-label="Geometric mean">{escape(c["mean"])}</td>'
-        f'<td class="interval{" too-noisy" if row["noisy"] else ""}" '
-        f'data-label="95% interval">{escape(c["interval"])}</td>'
-        f'<td data-label="n">{e["n"]}</td>'
-        f'<td data-label="vs reference">{escape(c["delta"])}</td>'
-        f'<td class="verdict" data-label="Verdict">{mark}{escape(c["verdict"])}'
-        f"{small}</td></tr>\n"
-    )
 
 
 def _centre_text(e: dict, metric: str) -> str:
@@ -486,6 +441,8 @@ def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:
         key=lambda g: (GROUP_ORDER.index(g) if g in GROUP_ORDER else 99, g),
     )
     groups = []
+    for row in rows:
+        row["cells"] = result_cells(row)
     for name in order:
         members = by_group[name]
         by_metric = defaultdict(list)
@@ -519,85 +476,54 @@ def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:
                 "title": GROUP_TITLES.get(name, name),
                 "count": len(members),
                 "rows": members,
-                "rows_html": run_rows_html(members),
                 "bars": charts,
             }
         )
     return groups
 
 
-# The run page's results table, one row per result (``run_groups``' rows):
-# built here, every value escaped as the template escaped it; the template
-# engine took about a third of the page doing it (30 lookups a row).
-# tests/api/test_fast_rows.py holds it equal to the template it replaced.
-_MISSING = ""  # what the template printed for a missing key
-
-
-def run_rows_html(rows: list[dict]) -> str:
-    """A run page table's rows as HTML (``run_groups``' ``rows_html``)."""
-    return mark_safe("".join(_run_row_html(row) for row in rows))
-
-
-def _run_row_html(row: dict) -> str:
-    result, summary, metric = row["result"], row["summary"], row["metric"]
-    mean = summary.get("mean", _MISSING)
-    gmean = summary.get("gmean", _MISSING)
-    low, high = summary.get("ci95_low"), summary.get("ci95_high", _MISSING)
+def result_cells(row: dict) -> dict:
+    """The texts of a run page table's row (``run_groups``' rows; written by
+    templates/web/_result_rows.html): the figure, its interval (or the
+    range of the repeats and why), n and the guest/host figure."""
+    summary, metric = row["summary"], row["metric"]
+    mean, gmean = summary.get("mean"), summary.get("gmean")
+    low, high = summary.get("ci95_low"), summary.get("ci95_high")
     n = summary.get("n")
-    badges = "".join(
-        (
-            ' <span class="badge">approximate</span>' if result.approximate else "",
-            ' <span class="badge">outside the suite</span>'
-            if not result.comparable
-            else "",
-            *(
-                f' <span class="badge warn">{escape(str(b))}</span>'
-                for b in row["badges"]
-            ),
-        )
-    )
-    if summary.get("gmean") is not None:
-        centre_text = escape(human(gmean, metric))
-    elif summary.get("mean") is not None:
-        centre_text = escape(human(mean, metric)) + " (arithmetic mean)"
+    if gmean is not None:
+        centre_text = human(gmean, metric)
+    elif mean is not None:
+        centre_text = human(mean, metric) + " (arithmetic mean)"
     else:
-        centre_text = escape(human(mean, metric))
+        centre_text = human(mean, metric)
+    note = ""
     if low is not None and high is not None and too_noisy(summary):
-        interval = escape(interval_text(summary, metric))
+        interval = interval_text(summary, metric)
     elif low is not None and _greater(low, 0):
-        interval = f"{escape(human(low, metric))} – {escape(human(high, metric))}"
+        interval = f"{human(low, metric)} – {human(high, metric)}"
     elif summary.get("min") is not None:
-        few = ": not enough repeats to estimate noise" if _less(n, 3) else ""
         interval = (
-            f"{escape(human(summary['min'], metric))} – "
-            f"{escape(human(summary.get('max', _MISSING), metric))} "
-            f"<small>(min–max{few})</small>"
+            f"{human(summary['min'], metric)} – {human(summary.get('max'), metric)}"
         )
+        few = ": not enough repeats to estimate noise" if _less(n, 3) else ""
+        note = f"min–max{few}"
     else:
         interval = "—"
-    repeats = "".join(
-        f"<span>{escape(str(c['value']))}</span>"
-        + (f' <a href="{escape(str(c["raw"]))}">raw</a>' if c["raw"] else "")
-        for c in row["repeat_cells"]
-    )
     overhead = row["overhead"]
     if overhead is not None and overhead.get("text"):
-        vs_host = escape(str(overhead["text"]))
+        vs_host = str(overhead["text"])
     else:
-        vs_host = escape(pct(overhead))
-    return (
-        f'<tr data-test="{escape(result.test_id)}" data-mean="{escape(repr(mean))}" '
-        f'data-gmean="{escape(repr(gmean))}">\n'
-        f"  <td>{escape(result.title or result.test_id)}{badges}"
-        f"<br><small><code>{escape(result.test_id)}</code></small></td>\n"
-        f"  <td>{escape(metric_words(metric))}</td>\n"
-        f"  <td>{centre_text}</td>\n"
-        f"  <td>{interval}</td>\n"
-        f"  <td>{escape(str(localize(n))) if n else '—'}</td>\n"
-        f'  <td class="repeats">{repeats}</td>\n'
-        f"  <td>{vs_host}</td>\n"
-        "</tr>"
-    )
+        vs_host = pct(overhead)
+    return {
+        "data_mean": repr(summary.get("mean", "")),
+        "data_gmean": repr(summary.get("gmean", "")),
+        "metric": metric_words(metric),
+        "centre": centre_text,
+        "interval": interval,
+        "interval_note": note,
+        "n": localize(n) if n else "—",
+        "vs_host": vs_host,
+    }
 
 
 def _greater(a, b) -> bool:
@@ -671,109 +597,6 @@ def headlines(rows: list[dict]) -> list[dict]:
     return out
 
 
-# Browse columns: ordering name -> (test id, Result column), both ways.
-BROWSE_HEADLINES = {
-    "rand4k_iops": ("fio-rand-read-4k-q32t1", "iops_mean"),
-    "seq1m_bw": ("fio-seq-read-1m-q8t1", "bw_bytes_mean"),
-}
-
-
-def with_headlines(qs):
-    """The run list with its headline figures as columns (a correlated
-    subquery each; PostgreSQL evaluates them for the page's rows only unless
-    the list is sorted by one) and the host baseline's 4K figure, for the
-    overhead, when that baseline is listed."""
-    from django.db.models import OuterRef, Subquery
-
-    from benchdb.results.models import Result, Run
-
-    def figure(run_ref: str, test_id: str, column: str):
-        return Subquery(
-            Result.objects.filter(run=OuterRef(run_ref), test_id=test_id)
-            .order_by("id")
-            .values(column)[:1]
-        )
-
-    listed = Run.objects.listed().filter(pk=OuterRef(OuterRef("baseline_id")))
-
-    def host(column: str):
-        return Subquery(
-            Result.objects.filter(
-                run=OuterRef("baseline_id"),
-                test_id=BROWSE_HEADLINES["rand4k_iops"][0],
-            )
-            .filter(run__in=listed.values("pk"))
-            .order_by("id")
-            .values(column)[:1]
-        )
-
-    annotations = {
-        name: figure("pk", test_id, column)
-        for name, (test_id, column) in BROWSE_HEADLINES.items()
-    }
-    return qs.annotate(
-        **annotations,
-        rand4k_result_id=figure("pk", BROWSE_HEADLINES["rand4k_iops"][0], "id"),
-        host_rand4k_iops=host("iops_mean"),
-        host_rand4k_result_id=host("id"),
-    )
-
-
-def order_by_headline(qs, ordering: str):
-    """Sort by a headline figure; runs without it last, either way."""
-    from django.db.models import F
-
-    name = ordering.lstrip("-")
-    expr = F(name)
-    expr = (
-        expr.desc(nulls_last=True)
-        if ordering.startswith("-")
-        else expr.asc(nulls_last=True)
-    )
-    return qs.order_by(expr, "-id")
-
-
-def browse_overheads(runs) -> None:
-    """``run.rand4k_overhead`` for the list's "4K read vs host" column: the
-    guest ÷ host ratio of geometric means with its 95% interval
-    (``stats.overhead``, as on the run page), or None without a listed host
-    baseline's figure.  Two queries for the whole page."""
-    from benchdb.results.models import Result
-    from benchdb.results.overheads import pair_overheads
-
-    runs = list(runs)
-    paired = [
-        r
-        for r in runs
-        if getattr(r, "rand4k_result_id", None)
-        and getattr(r, "host_rand4k_result_id", None)
-    ]
-    directions = dict(
-        Result.objects.filter(pk__in=[r.rand4k_result_id for r in paired]).values_list(
-            "pk", "stats__main_direction"
-        )
-    )
-    answers = (
-        pair_overheads(
-            [
-                (
-                    r.rand4k_result_id,
-                    r.host_rand4k_result_id,
-                    directions.get(r.rand4k_result_id),
-                    "iops",
-                )
-                for r in paired
-            ]
-        )
-        if paired
-        else []
-    )
-    by_run = {r.pk: a for r, a in zip(paired, answers, strict=True)}
-    for run in runs:
-        run.rand4k_overhead = by_run.get(run.pk)
-        run.rand4k_overhead_text = overhead_cell(run.rand4k_overhead)
-
-
 def overhead_cell(overhead: dict | None) -> str:
     """The list column's text: "−38.0% (−42.1…−33.6%)", or "n/a" and why
     when there is no interval (fewer than 3 repeats on a side), never a bare
@@ -830,29 +653,6 @@ def chips(params, facets: list[dict]) -> list[dict]:
                 }
             )
     return out
-
-
-def label_host_platforms(hosts: list) -> None:
-    """``host.platform_label``: a host baseline's platform is its guests'
-    ("Proxmox VE (host)"), where its own is unknown.  One query."""
-    from benchdb.results.models import Run
-
-    platforms = defaultdict(set)
-    rows = (
-        Run.objects.listed()
-        .filter(baseline__in=[h.pk for h in hosts])
-        .values_list("baseline_id", "platform")
-        .distinct()
-    )
-    labels = dict(Run._meta.get_field("platform").choices)
-    for baseline_id, platform in rows:
-        platforms[baseline_id].add(labels.get(platform, platform))
-    for host in hosts:
-        own = host.get_platform_display()
-        if host.platform == "unknown" and platforms.get(host.pk):
-            host.platform_label = ", ".join(sorted(platforms[host.pk])) + " (host)"
-        else:
-            host.platform_label = own
 
 
 # What Markdown (CommonMark and GitHub's tables) reads as markup in a cell.
@@ -951,59 +751,38 @@ def mark_test_warnings(rows: list[dict], warnings) -> None:
         row["badges"] = badges
 
 
-# The browse table's rows, built here rather than by the template: 50 rows
-# of a dozen lookups and filters each were a fifth of the page.
-# tests/web/test_browse_rows.py holds it equal to the template it replaced.
+# The browse table's rows: each cell's text, written by templates/jinja2/
+# web/_run_rows.html (escaped there).
 
 
-def browse_rows_html(runs) -> str:
-    """The browse page's table rows (``runs.html``) for a page of runs read
-    by ``views.run_list`` (with ``browse_overheads`` and
-    ``label_host_platforms`` applied)."""
-    url = reverse("run-detail", args=[0])[:-2]  # "/runs/0/" without "0/"
+def browse_rows(runs) -> list[dict]:
+    """The browse table's rows for a page of runs (``reads.browse_page``)."""
     out = []
     for run in runs:
-        pk = run.pk
-        suspect = run.suspect
         hardware = run.hardware
-        iops = run.rand4k_iops
-        bw = run.seq1m_bw
-        disk = hardware.get_disk_type_display() if hardware is not None else ""
+        iops, bw = run.rand4k_iops, run.seq1m_bw
         out.append(
-            "".join(
-                (
-                    '<tr class="suspect">' if suspect else "<tr>",
-                    f'\n    <td><input type="checkbox" name="runs" value="{pk}" '
-                    f'aria-label="select run {pk}"></td>\n',
-                    f'    <td><a href="{url}{pk}/">{escape(str(run))}</a>',
-                    ' <span class="badge">suspect</span>' if suspect else "",
-                    ' <span class="badge">published</span>'
-                    if run.source == "published"
-                    else "",
-                    f"<br><small>{escape(run.get_role_display())}</small></td>\n",
-                    "    <td>",
-                    escape(
-                        getattr(run, "platform_label", "") or run.get_platform_display()
-                    ),
-                    f"</td><td>{escape(run.cache_mode)}</td>\n",
-                    f"    <td>{escape(run.get_storage_backend_display())}</td>",
-                    f"<td>{escape(run.image_format)} · {escape(run.disk_bus)}</td>",
-                    f"<td>{escape(disk or '—')}</td>\n",
-                    '    <td class="num" data-value="',
-                    escape(stringformat(iops, "r")),
-                    '">',
-                    escape(floatformat(iops, "0g")) if iops is not None else "—",
-                    "</td>\n",
-                    '    <td class="num">',
-                    escape(human(bw, "bw_bytes")) if bw is not None else "—",
-                    "</td>\n",
-                    f'    <td class="num">{escape(run.rand4k_overhead_text)}</td>\n',
-                    f"    <td>{date(template_localtime(run.created), 'Y-m-d')}</td>",
-                    "</tr>\n  ",
-                )
-            )
+            {
+                "id": run.pk,
+                "url": run.get_absolute_url(),
+                "name": str(run),
+                "suspect": run.suspect,
+                "published": run.source == "published",
+                "role": run.get_role_display(),
+                "platform": getattr(run, "platform_label", "")
+                or run.get_platform_display(),
+                "cache_mode": run.cache_mode,
+                "storage": run.get_storage_backend_display(),
+                "format_bus": f"{run.image_format} · {run.disk_bus}",
+                "disk": (hardware.get_disk_type_display() if hardware else "") or "—",
+                "rand4k_iops": repr(iops),
+                "rand4k_text": floatformat(iops, "0g") if iops is not None else "—",
+                "seq1m_text": human(bw, "bw_bytes") if bw is not None else "—",
+                "vs_host": overhead_cell(run.rand4k_overhead),
+                "created": date(template_localtime(run.created), "Y-m-d"),
+            }
         )
-    return mark_safe("".join(out))
+    return out
 
 
 # The critical-difference diagram's drawing box (SVG user units; the SVG

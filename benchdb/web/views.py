@@ -54,16 +54,15 @@ CACHE_ORDER = reads.CACHE_ORDER
 def home(request):
     context = reads.home_summary()
     context["latest"] = list(context["latest"])
-    present.label_host_platforms([r for r in context["latest"] if r.role == "host"])
+    reads.label_host_platforms([r for r in context["latest"] if r.role == "host"])
     return render(request, "web/home.html", context)
 
 
 def run_list(request):
     params = request.GET.copy()
     ordering = params.get("ordering", "")
-    by_headline = ordering.lstrip("-") in present.BROWSE_HEADLINES
-    if by_headline:
-        params.pop("ordering")  # not a column: sorted here, below
+    if ordering.lstrip("-") in reads.BROWSE_HEADLINES:
+        params.pop("ordering")  # not a column: reads.browse_page sorts by it
     try:
         filterset = reads.browse(params, request.user)
     except reads.FilterError as exc:
@@ -77,20 +76,12 @@ def run_list(request):
             },
             status=400,
         )
-    # The columns a row shows, and the page's ids (a subquery) before its
-    # rows (as the API's list: reads.list_columns, reads.IdPaginator).
-    qs = present.with_headlines(reads.list_columns(filterset.qs))
-    if by_headline:
-        qs = present.order_by_headline(qs, ordering)
     facets, total, freshness = reads.facets_and_total(
         params, user=request.user, filterset=filterset
     )
-    paginator = reads.IdPaginator(qs, 50)
-    if total is not None:
-        paginator.count = total  # the facets' rows: no count query of its own
-    page = paginator.get_page(request.GET.get("page"))
-    present.browse_overheads(page)
-    present.label_host_platforms([r for r in page if r.role == "host"])
+    page = reads.browse_page(
+        reads.list_columns(filterset.qs), ordering, request.GET.get("page"), total
+    )
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -101,7 +92,7 @@ def run_list(request):
             "facets": facets,
             "chips": present.chips(request.GET, facets),
             "page": page,
-            "rows_html": present.browse_rows_html(page),
+            "rows": present.browse_rows(page),
             "freshness": freshness,
             "query": query.urlencode(),
             "ordering": ordering,

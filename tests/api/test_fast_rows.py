@@ -1,17 +1,19 @@
-"""The run list, run detail and hardware list build their rows directly
-(``serializers.FAST_ROWS``) and page by ids first (``reads.IdPaginator``);
-the answers must be exactly DRF's own, byte for byte, and the queries a
-fixed number."""
+"""The run list, run detail and hardware list: their rows are built once
+(``results.rows``) and are what the OpenAPI schema says, key for key; lists
+page by ids first (``reads.IdPaginator``), with a fixed number of queries."""
 
 from __future__ import annotations
 
+import re
 from unittest import mock
 
+import jsonschema
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from drf_spectacular.generators import SchemaGenerator
 
-from benchdb.api import serializers as s
+from benchdb.results import rows
 from benchdb.results.ingest import store_bundle
 from benchdb.results.models import Hardware, Run
 from benchdb.results.vocab import Visibility
@@ -56,19 +58,52 @@ def shapes(fio, alice):
     return {"host": host, "guest": guest, "owned": owned, "bare": bare}
 
 
-def both(client, url: str) -> tuple[bytes, bytes]:
-    """(fast answer, DRF's own answer) of one GET."""
-    fast = client.get(url)
-    assert fast.status_code == 200, fast.content
-    s.FAST_ROWS = False
-    try:
-        slow = client.get(url)
-    finally:
-        s.FAST_ROWS = True
-    return fast.content, slow.content
+def strict(node):
+    """An OpenAPI 3.0 schema node as JSON Schema: ``nullable`` as a null
+    alternative, references into ``$defs``, objects closed to undeclared
+    keys (the keys they must hold: the schema's ``required``)."""
+    if isinstance(node, list):
+        return [strict(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: strict(v) for k, v in node.items() if k != "nullable"}
+    if "$ref" in out:
+        out["$ref"] = out["$ref"].replace("#/components/schemas/", "#/$defs/")
+    if "properties" in out:
+        out.setdefault("additionalProperties", False)
+    if node.get("nullable"):
+        out = {"anyOf": [out, {"type": "null"}]}
+    return out
 
 
-def test_list_detail_and_hardware_rows_are_drfs_own(api, alice, shapes):
+@pytest.fixture(scope="module")
+def responses():
+    """url path -> its GET answer's JSON Schema, for the API's operations."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    defs = strict(schema["components"]["schemas"])
+    out = []
+    for path, operations in schema["paths"].items():
+        get = operations.get("get")
+        if not get:
+            continue
+        content = get["responses"].get("200", {}).get("content", {})
+        body = content.get("application/json", {}).get("schema")
+        if body is not None:
+            pattern = re.sub(r"\{[^}]+\}", "[^/]+", path)
+            out.append((re.compile(pattern + "$"), {**strict(body), "$defs": defs}))
+    return out
+
+
+def check(client, url: str, responses) -> dict:
+    answer = client.get(url)
+    assert answer.status_code == 200, (url, answer.content)
+    path = url.split("?")[0]
+    [schema] = [s for pattern, s in responses if pattern.match(path)]
+    jsonschema.validate(answer.json(), schema)
+    return answer.json()
+
+
+def test_rows_are_what_the_schema_says(api, alice, shapes, responses):
     urls = [
         "/api/v1/runs/",
         "/api/v1/runs/?page_size=2&page=2",
@@ -85,13 +120,26 @@ def test_list_detail_and_hardware_rows_are_drfs_own(api, alice, shapes):
         ),
     ]
     for url in urls:
-        fast, slow = both(api, url)
-        assert fast == slow, url
-    # The owner sees the private baseline's id and their own runs.
+        check(api, url, responses)
     owner = token_client(alice)
     for url in ("/api/v1/runs/?mine=true", f"/api/v1/runs/{shapes['owned'].pk}/"):
-        fast, slow = both(owner, url)
-        assert fast == slow, url
+        check(owner, url, responses)
+    # Every shape was seen: a baseline with its overheads, no hardware.
+    guest = check(api, f"/api/v1/runs/{shapes['guest'].pk}/", responses)
+    assert guest["baseline"] == shapes["host"].pk
+    assert any(t["overhead"] for t in guest["tests"])
+    bare = check(api, f"/api/v1/runs/{shapes['bare'].pk}/", responses)
+    assert bare["hardware"] is None and bare["ran_at"] is None
+
+
+def test_the_check_finds_an_undeclared_or_missing_key(api, shapes, responses):
+    """The strict schema refuses a row with a key too many or too few."""
+    url = f"/api/v1/runs/{shapes['guest'].pk}/"
+    row = check(api, url, responses)
+    [schema] = [s for pattern, s in responses if pattern.match(url)]
+    for bad in ({**row, "extra": 1}, {k: v for k, v in row.items() if k != "uuid"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
 
 
 def test_list_rows_show_a_baseline_to_whoever_may_open_it(api, shapes):
@@ -109,20 +157,19 @@ def test_list_rows_show_a_baseline_to_whoever_may_open_it(api, shapes):
     guest = Run.objects.get(pair_id="p2", role="guest")
     url = "/api/v1/runs/?cache_mode=writeback"
 
-    def baseline_of(body: bytes) -> int | None:
-        import json
-
-        [row] = [r for r in json.loads(body)["results"] if r["id"] == guest.pk]
+    def baseline_of(client) -> int | None:
+        body = client.get(url).json()
+        [row] = [r for r in body["results"] if r["id"] == guest.pk]
         return row["baseline"]
 
-    fast, slow = both(api, url)
-    assert fast == slow and baseline_of(fast) is None
+    assert baseline_of(api) is None
     api.credentials(HTTP_X_OWNER_KEY=key)
-    fast, slow = both(api, url)
-    assert fast == slow and baseline_of(fast) == private.pk
+    assert baseline_of(api) == private.pk
     staff = User.objects.create_user("staff", is_staff=True)
-    fast, slow = both(token_client(staff), url)
-    assert fast == slow and baseline_of(fast) == private.pk
+    assert baseline_of(token_client(staff)) == private.pk
+    # The detail answers as the list does (Run.is_visible_to, loaded).
+    api.credentials()
+    assert api.get(f"/api/v1/runs/{guest.pk}/").json()["baseline"] is None
     # The rows are read as rows, not model instances.
     rows = reads.list_rows(Run.objects.filter(pk=guest.pk), None, key)
     assert [type(r) for r in rows] == [reads.ListRow]
@@ -282,15 +329,14 @@ def test_browse_pages_by_ids_in_every_order(client, fio, shapes):
     for _ in range(3):
         store_bundle(make_bundle(fio))
     from benchdb.results import reads
-    from benchdb.web import present
 
     for ordering in ("", "title", "-disk_type", "-rand4k_iops"):
         params = f"ordering={ordering}&" if ordering else ""
         page = client.get(f"/runs/?{params}page=1").context["page"]
         seen = [r.pk for r in page]
-        qs = present.with_headlines(reads.browse({}).qs)
+        qs = reads.with_headlines(reads.browse({}).qs)
         if ordering == "-rand4k_iops":
-            qs = present.order_by_headline(qs, ordering)
+            qs = reads.order_by_headline(qs, ordering)
         elif ordering:
             qs = qs.order_by(present_order(ordering), "-id")
         expected = list(qs.values_list("pk", flat=True))
@@ -341,10 +387,10 @@ def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
     the live function's own result, shown with the time and run count it
     was computed over; after an upload it is served with "newer uploads"
     until the refresh, after a run leaves the list it is computed again."""
-    from benchdb.results import answers, refresh
+    from benchdb.results import reads, refresh
 
     page = client.get("/")
-    live = answers.home_counts.live()
+    live = reads.home_counts.live()
     assert {k: page.context[k] for k in live} == live
     assert page.context["freshness"]["runs"] == live["run_count"]
     assert page.context["freshness"]["current"]
@@ -361,10 +407,10 @@ def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
     assert page.context["freshness"]["current"]
 
     # A run leaving the list: never served from before.
-    Run.objects.get(pk=shapes["guest"].pk).moderate("hide", "test")
+    Run.objects.filter(pk=shapes["guest"].pk).update(hidden=True, hidden_reason="test")
     page = client.get("/")
     assert page.context["run_count"] == live["run_count"]
-    assert {k: page.context[k] for k in live} == answers.home_counts.live()
+    assert {k: page.context[k] for k in live} == reads.home_counts.live()
 
 
 def test_filter_sets_share_a_form_class_not_their_data():
@@ -511,30 +557,11 @@ def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
         Result.objects.filter(pk__in=host_ids).update(stats={"main_direction": "read"})
 
 
-# The run page's results table as its template wrote it, row by row.
-RESULT_ROWS_TEMPLATE = (
-    "{% load benchdb_format %}"
-    '{% for row in g.rows %}<tr data-test="{{ row.result.test_id }}" data-mean="{{ row.summary.mean|stringformat:\'r\' }}" data-gmean="{{ row.summary.gmean|stringformat:\'r\' }}">\n'  # noqa: E501
-    '  <td>{{ row.result.title|default:row.result.test_id }}{% if row.result.approximate %} <span class="badge">approximate</span>{% endif %}{% if not row.result.comparable %} <span class="badge">outside the suite</span>{% endif %}{% for b in row.badges %} <span class="badge warn">{{ b }}</span>{% endfor %}<br><small><code>{{ row.result.test_id }}</code></small></td>\n'  # noqa: E501
-    "  <td>{{ row.metric|metric_name }}</td>\n"
-    "  <td>{% if row.summary.gmean is not None %}{{ row.summary.gmean|metric:row.metric }}{% elif row.summary.mean is not None %}{{ row.summary.mean|metric:row.metric }} (arithmetic mean){% else %}{{ row.summary.mean|metric:row.metric }}{% endif %}</td>\n"  # noqa: E501
-    "  <td>{% if row.summary.ci95_low is not None and row.summary.ci95_high is not None and row.summary|too_noisy %}{{ row.summary|interval:row.metric }}{% elif row.summary.ci95_low is not None and row.summary.ci95_low > 0 %}{{ row.summary.ci95_low|metric:row.metric }} – {{ row.summary.ci95_high|metric:row.metric }}{% elif row.summary.min is not None %}{{ row.summary.min|metric:row.metric }} – {{ row.summary.max|metric:row.metric }} <small>(min–max{% if row.summary.n < 3 %}: not enough repeats to estimate noise{% endif %})</small>{% else %}—{% endif %}</td>\n"  # noqa: E501
-    '  <td>{{ row.summary.n|default:"—" }}</td>\n'
-    '  <td class="repeats">{% for c in row.repeat_cells %}<span>{{ c.value }}</span>{% if c.raw %} <a href="{{ c.raw }}">raw</a>{% endif %}{% endfor %}</td>\n'  # noqa: E501
-    "  <td>{% if row.overhead.text %}{{ row.overhead.text }}{% else %}{{ row.overhead|pct }}{% endif %}</td>\n"  # noqa: E501
-    "</tr>{% endfor %}"
-)
-
-
-def test_run_page_rows_are_the_templates_own(client, fio, shapes):
-    """present.run_rows_html (the run page's results table built in Python)
-    against the template fragment it replaced, over rows of every shape:
-    with and without a baseline, badges, a missing raw output, fewer than
-    three repeats, summaries without an interval or without figures."""
-    from django.template import Context, Template
-
+def test_run_page_rows_escape_and_say_what_they_lack(client, fio, shapes):
+    """The run page's results table (templates/web/_result_rows.html): the
+    uploader's words as text, badges, a missing raw output, fewer than three
+    repeats said so; each cell labelled by its column's header."""
     from benchdb.results.models import RawOutput, Result
-    from benchdb.web import present
 
     few = store_bundle(make_bundle(fio, tests=(READ,), repeats=2))
     odd = Result.objects.filter(run=shapes["owned"]).first()
@@ -542,40 +569,18 @@ def test_run_page_rows_are_the_templates_own(client, fio, shapes):
     odd.approximate, odd.comparable = True, False
     odd.save()
     RawOutput.objects.filter(result__run=shapes["guest"], repeat=1).delete()
-    template = Template(RESULT_ROWS_TEMPLATE)
-    seen = 0
-    for run in (*shapes.values(), few):
-        rows = client.get(run.get_absolute_url()).context["rows"]
-        variants = [rows]
-        # Summaries as the stored statistics may hold them: without an
-        # interval, without a geometric mean, with nothing at all.
-        variants.append(
-            [
-                {
-                    **row,
-                    "summary": {
-                        k: v for k, v in row["summary"].items() if k != "ci95_low"
-                    },
-                }
-                for row in rows
-            ]
-        )
-        variants.append(
-            [{**row, "summary": {**row["summary"], "gmean": None}} for row in rows]
-        )
-        variants.append(
-            [
-                {**row, "summary": {"mean": None, "min": None}, "overhead": None}
-                for row in rows
-            ]
-        )
-        for members in variants:
-            expected = template.render(Context({"g": {"rows": members}}))
-            assert present.run_rows_html(members) == expected
-            seen += len(members)
+    page = client.get(shapes["owned"].get_absolute_url()).content.decode()
+    assert "&lt;b&gt;&quot;odd&quot; &amp; title&lt;/b&gt;" in page
+    assert '<b>"odd"' not in page
+    assert '<span class="badge">approximate</span>' in page
+    assert '<span class="badge">outside the suite</span>' in page
+    assert '<span class="badge warn">x</span>' in page  # the warning's code
     page = client.get(shapes["guest"].get_absolute_url()).content.decode()
     assert "(arithmetic mean)" not in page and ">raw</a>" in page
-    assert seen >= 24
+    for label in ("Test", "Figure", "Geometric mean", "95% interval", "vs host"):
+        assert f'data-label="{label}"' in page
+    page = client.get(few.get_absolute_url()).content.decode()
+    assert "(min–max: not enough repeats to estimate noise)" in page
 
 
 def test_detail_and_page_free_their_results_without_the_collector(api, shapes):
@@ -732,8 +737,8 @@ def test_similar_reads_its_result_with_the_run(api, shapes):
     ],
 )
 def test_datetimes_are_written_as_drfs(value):
-    """UTC datetimes (as PostgreSQL hands them over) are written directly,
-    others by DRF's field: the same text either way."""
+    """Datetimes are written as DRF's field writes them, in UTC with ``Z``,
+    whatever their time zone."""
     import datetime
     import zoneinfo
 
@@ -747,6 +752,6 @@ def test_datetimes_are_written_as_drfs(value):
         parsed.astimezone(zoneinfo.ZoneInfo("UTC")),
         parsed.astimezone(zoneinfo.ZoneInfo("Europe/Paris")),
     ):
-        assert s._datetime(dt) == drf.to_representation(dt)
-    assert s._datetime(parsed.astimezone(datetime.UTC)).endswith("Z")
-    assert s._datetime(None) is None
+        assert rows.iso_datetime(dt) == drf.to_representation(dt)
+    assert rows.iso_datetime(parsed.astimezone(datetime.UTC)).endswith("Z")
+    assert rows.iso_datetime(None) is None

@@ -110,10 +110,8 @@ def test_the_layout_and_the_cache_modes():
 CHOSEN = {
     # The hardware resource's own fields (a Hardware row, not a run).
     ("benchdb/api/serializers.py", "HardwareSerializer.Meta"),
-    ("benchdb/api/serializers.py", "hardware_row"),
+    ("benchdb/results/rows.py", "hardware_row"),
     ("benchdb/results/ingest.py", "_hardware"),
-    # The twin row builder the one-representation work removes (issue #32).
-    ("benchdb/api/serializers.py", "RunListSerializer.run_row"),
     # The admin's chosen columns and filters.
     ("benchdb/results/admin.py", "RunAdmin"),  # list_display, list_filter
     # What a comparison names a run by, and reads to do it.

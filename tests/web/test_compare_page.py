@@ -127,30 +127,10 @@ def test_compare_page_queries_do_not_grow_with_runs(
     assert with_overhead == set(more[:2])
 
 
-# The row markup as the template wrote it before ``present.rows_html``.
-ROW_TEMPLATE = (
-    '{% for row in g.rows %}<tr data-test="{{ row.test.test_id }}" '
-    'data-metric="{{ row.metric.metric }}" data-run="{{ row.entry.run }}" '
-    "data-mean=\"{{ row.entry.mean|stringformat:'r' }}\" "
-    'data-gmean="{{ row.entry.gmean|stringformat:\'r\' }}" class="{{ row.css }}">'
-    '<td class="name" data-label="Test">{{ row.test.title }}</td>'
-    '<td data-label="Figure">{{ row.cells.metric }}</td>'
-    '<td class="name" data-label="Run">{{ row.label }}</td>'
-    '<td class="figure" data-label="Geometric mean">{{ row.cells.mean }}</td>'
-    '<td class="interval{% if row.noisy %} too-noisy{% endif %}" '
-    'data-label="95% interval">{{ row.cells.interval }}</td>'
-    '<td data-label="n">{{ row.entry.n }}</td>'
-    '<td data-label="vs reference">{{ row.cells.delta }}</td>'
-    '<td class="verdict" data-label="Verdict">{% if row.mark %}<span class="mk">'
-    "{{ row.mark }}</span> {% endif %}{{ row.cells.verdict }}"
-    "{% if row.cells.overhead %}<br><small>{{ row.cells.overhead }}</small>"
-    "{% endif %}</td></tr>\n{% endfor %}"
-)
-
-
-def test_rows_html_is_the_templates_markup_escaped(full_pair):
-    from django.template import engines
-
+def test_table_rows_are_escaped_and_labelled(client, full_pair):
+    """The comparison's tables (templates/web/_compare_table.html): titles
+    and labels as text, each cell with its column's header, the verdict
+    and figure cells marked for narrow screens."""
     from benchdb.results.models import Result, Run
 
     ids = [int(i) for i in full_pair.split(",")]
@@ -159,11 +139,14 @@ def test_rows_html_is_the_templates_markup_escaped(full_pair):
     Run.objects.filter(pk=ids[1]).update(title=hostile, cache_mode="writeback")
     runs, _reference, data = reads.comparison(ids, None)
     groups = present.chart_groups(data, present.differences(runs)["labels"])
-    template = engines["django"].from_string(ROW_TEMPLATE)
     for g in groups:
-        html = present.rows_html(g["rows"])
-        assert html == template.render({"g": g})
-        assert "<script>" not in html and "&lt;script&gt;" in html
+        url = f"/compare/table/?runs={full_pair}&group={g['slug']}"
+        html = client.get(url).content.decode()
+        assert "<script>alert" not in html and "&lt;script&gt;" in html
+        body = html[html.index("<tbody>") : html.index("</tbody>")]
+        assert body.count("<tr ") == len(g["rows"])
+        assert body.count('class="verdict" data-label="Verdict"') == len(g["rows"])
+        assert body.count('class="figure" data-label="95% interval"') == len(g["rows"])
 
 
 @pytest.mark.parametrize("inline_rows", [10, 10_000])

@@ -23,8 +23,9 @@ pytestmark = pytest.mark.django_db
 
 BUNDLES = Path(__file__).resolve().parents[1] / "samples" / "bundles"
 ROW = re.compile(
-    r'<tr data-test="(?P<test>[^"]+)"[^>]*>\s*<td>.*?</td>\s*<td>(?P<words>[^<]*)</td>'
-    r"\s*<td>(?P<centre>[^<]*)</td>\s*<td>(?P<interval>.*?)</td>",
+    r'<tr data-test="(?P<test>[^"]+)"[^>]*>\s*<td[^>]*>.*?</td>'
+    r"\s*<td[^>]*>(?P<words>[^<]*)</td>"
+    r"\s*<td[^>]*>(?P<centre>[^<]*)</td>\s*<td[^>]*>(?P<interval>.*?)</td>",
     re.S,
 )
 
