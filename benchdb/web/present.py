@@ -768,10 +768,10 @@ def browse_rows(runs) -> list[dict]:
                 "name": str(run),
                 "suspect": run.suspect,
                 "published": run.source == "published",
-                "role": run.get_role_display(),
-                "platform": getattr(run, "platform_label", "")
+                "role_text": run.get_role_display(),
+                "platform_text": getattr(run, "platform_label", "")
                 or run.get_platform_display(),
-                "cache_mode": run.cache_mode,
+                "cache_text": run.cache_mode,
                 "storage": run.get_storage_backend_display(),
                 "format_bus": f"{run.image_format} · {run.disk_bus}",
                 "disk": (hardware.get_disk_type_display() if hardware else "") or "—",
