@@ -21,7 +21,7 @@ import datetime
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from benchdb.results.compare import METRIC_COLUMNS
+from benchdb.results.metrics import METRIC_COLUMNS
 from benchdb.results.models import METRIC_FIELDS
 from benchdb.results.vocab import RUN_ENVIRONMENT
 

@@ -387,10 +387,10 @@ def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
     the live function's own result, shown with the time and run count it
     was computed over; after an upload it is served with "newer uploads"
     until the refresh, after a run leaves the list it is computed again."""
-    from benchdb.results import reads, refresh
+    from benchdb.results import answers, refresh
 
     page = client.get("/")
-    live = reads.home_counts.live()
+    live = answers.home_counts.live()
     assert {k: page.context[k] for k in live} == live
     assert page.context["freshness"]["runs"] == live["run_count"]
     assert page.context["freshness"]["current"]
@@ -407,10 +407,10 @@ def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
     assert page.context["freshness"]["current"]
 
     # A run leaving the list: never served from before.
-    Run.objects.filter(pk=shapes["guest"].pk).update(hidden=True, hidden_reason="test")
+    Run.objects.get(pk=shapes["guest"].pk).moderate("hide", "test")
     page = client.get("/")
     assert page.context["run_count"] == live["run_count"]
-    assert {k: page.context[k] for k in live} == reads.home_counts.live()
+    assert {k: page.context[k] for k in live} == answers.home_counts.live()
 
 
 def test_filter_sets_share_a_form_class_not_their_data():
