@@ -64,6 +64,19 @@ def _quartiles(column: str) -> dict:
     }
 
 
+def most_common_key(qs: QuerySet) -> str | None:
+    """The comparability key most of ``qs``'s results share (ties by name),
+    or None without results: the one set of results an answer is about when
+    none is asked for."""
+    top = (
+        qs.values("comparability_key")
+        .annotate(n=Count("id"))
+        .order_by("-n", "comparability_key")
+        .first()
+    )
+    return top["comparability_key"] if top else None
+
+
 def distribution(qs: QuerySet, column: str) -> dict:
     """count, min, quartiles, max of one column over a queryset (PostgreSQL)."""
     return qs.aggregate(**_quartiles(column))
@@ -95,13 +108,7 @@ def aggregates(
         **{f"{column}__isnull": False},
     )
     if comparability_key is None:
-        top = (
-            qs.values("comparability_key")
-            .annotate(n=Count("id"))
-            .order_by("-n", "comparability_key")
-            .first()
-        )
-        comparability_key = top["comparability_key"] if top else None
+        comparability_key = most_common_key(qs)
     qs = qs.filter(comparability_key=comparability_key)
     overall = distribution(qs, column)
     groups = []

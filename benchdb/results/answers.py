@@ -129,7 +129,7 @@ def _first_workload(question: str) -> list:
 workloads = declare(
     "workloads",
     "benchdb.results.reports:workloads",
-    version=2,
+    version=3,
     defaults=[("cache",), ("overhead",)],
 )
 workload_coverage = declare(
@@ -141,44 +141,44 @@ workload_coverage = declare(
 setups_with_data = declare(
     "setups_with_data",
     "benchdb.results.reports:setups_with_data",
-    version=1,
+    version=2,
     defaults=[("cache",), ("overhead",)],
 )
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=3,
+    version=4,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
-    version=2,
+    version=3,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
 )
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
-    version=3,
+    version=4,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
-    version=3,
+    version=4,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
 )
 
 # Populations over run filters, /api/v1/population/ (results.population) -------
 
 distribution = declare(
-    "distribution", "benchdb.results.population:distribution_over", version=2
+    "distribution", "benchdb.results.population:distribution_over", version=3
 )
 compare_sets = declare(
-    "compare_sets", "benchdb.results.population:compare_sets_over", version=2
+    "compare_sets", "benchdb.results.population:compare_sets_over", version=3
 )
 rank_settings = declare(
-    "rank_settings", "benchdb.results.population:rank_settings_over", version=2
+    "rank_settings", "benchdb.results.population:rank_settings_over", version=3
 )
 
 # Browse, home and report pages' counts (results.reads) -----------------------
@@ -211,7 +211,7 @@ similar_population = declare(
     "similar_population", "benchdb.results.similar:similar_population", version=2
 )
 aggregates = declare(
-    "aggregates", "benchdb.results.aggregates:stored_aggregates", version=2
+    "aggregates", "benchdb.results.aggregates:stored_aggregates", version=3
 )
 
 

@@ -52,7 +52,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Ln
 
-from benchdb.results import across, answer_cache, metrics, stats
+from benchdb.results import across, aggregates, answer_cache, metrics, stats
 from benchdb.results.models import Result, Run
 from benchdb.results.vocab import Source
 
@@ -91,13 +91,7 @@ def _results(
         **{f"{column}__gt": 0},
     )
     if comparability_key is None:
-        top = (
-            qs.values("comparability_key")
-            .annotate(n=Count("id"))
-            .order_by("-n", "comparability_key")
-            .first()
-        )
-        comparability_key = top["comparability_key"] if top else None
+        comparability_key = aggregates.most_common_key(qs)
     return qs.filter(comparability_key=comparability_key), comparability_key
 
 

@@ -32,15 +32,21 @@ PREFERRED = (
 )
 
 
+def question_runs(question: str):
+    """The guest runs a question is asked of: for "cache", those with a
+    known cache mode; for "overhead", those paired with a host baseline in
+    the population."""
+    runs = population.population_runs().filter(role="guest")
+    if question == "cache":
+        return runs.exclude(cache_mode="unknown")
+    return runs.filter(baseline__in=population.population_runs())
+
+
 def workloads(question: str, limit: int = 12) -> list[dict]:
     """Tests with data for a question ("cache" or "overhead") among the
     population's runs, most measured first (the suite's headline tests
     ahead), each with the figure it is about."""
-    runs = population.population_runs().filter(role="guest")
-    if question == "cache":
-        runs = runs.exclude(cache_mode="unknown")
-    else:
-        runs = runs.filter(baseline__in=population.population_runs())
+    runs = question_runs(question)
     rows = (
         Result.objects.filter(run__in=runs)
         .values("test_id")
@@ -235,11 +241,7 @@ def setups_with_data(question: str, limit: int = 6) -> list[dict]:
     """The platform and disk type pairs with the most guest runs (cache
     question: with a known cache mode; overhead: paired), as one-click
     choices: [{platform, disk_type, runs}]."""
-    runs = population.population_runs().filter(role="guest")
-    if question == "cache":
-        runs = runs.exclude(cache_mode="unknown")
-    else:
-        runs = runs.filter(baseline__in=population.population_runs())
+    runs = question_runs(question)
     rows = (
         runs.exclude(platform="unknown")
         .exclude(hardware__disk_type__isnull=True)
