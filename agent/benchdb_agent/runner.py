@@ -244,6 +244,31 @@ def kill_group(proc, grace: float = 3.0) -> None:
             time.sleep(0.05)
 
 
+def _stop_with_agent():
+    """A ``preexec_fn`` that has the kernel send SIGTERM to the tool when the
+    agent dies, however it dies (Linux ``PR_SET_PDEATHSIG``): after a
+    SIGKILL nothing of the agent runs to stop fio, which would otherwise
+    measure on to its own runtime.  None where the call is unavailable
+    (not Linux, no libc): the tool then ends at its runtime, as before."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+        if os.getppid() != parent:  # the agent died before the call
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
 def run_tool(cmd: list, timeout: float, clock: ToolClock | None = None) -> str:
     """Run a tool in its own process group (start_new_session) and return
     what it printed (stderr for dd).  Whatever ends this call (a signal, an
@@ -259,6 +284,7 @@ def run_tool(cmd: list, timeout: float, clock: ToolClock | None = None) -> str:
         text=True,
         env=env,
         start_new_session=True,
+        preexec_fn=_stop_with_agent(),
     )
     try:
         try:

@@ -66,7 +66,7 @@ def test_a_run_removes_what_a_killed_run_left_and_says_so(tmp_path):
     wait_for_fio(str(target), also="fio-rand-read")
     killed.kill()  # SIGKILL: nothing of the agent runs after this
     killed.communicate(timeout=30)
-    wait_gone(str(target))  # fio ends at its runtime
+    wait_gone(str(target))  # fio is stopped with the agent (PR_SET_PDEATHSIG)
     left = sorted(p.name for p in target.iterdir())
     assert left == [f"benchdb-test.{killed.pid}.bin"]
     out = tmp_path / "b.json"
@@ -83,6 +83,19 @@ def test_a_run_removes_what_a_killed_run_left_and_says_so(tmp_path):
     doc = json.loads(out.read_text())
     assert "leftovers-removed" in {w["code"] for w in doc["warnings"]}
     assert list(target.iterdir()) == []
+
+
+def test_fio_stops_when_the_agent_is_killed(tmp_path):
+    """SIGKILL leaves the agent no chance to stop its tools: the kernel
+    stops fio for it, long before fio's own runtime (60 s here)."""
+    target = tmp_path / "target"
+    target.mkdir()
+    killed = start("run", "--target", str(target), *LONG, "--runtime", "60",
+                   "--out", str(tmp_path / "k.json"))  # fmt: skip
+    wait_for_fio(str(target), also="--runtime=60")  # past the warm-up
+    killed.kill()
+    killed.communicate(timeout=30)
+    wait_gone(str(target), timeout=30)
 
 
 def test_a_file_of_a_run_still_going_is_left_alone(tmp_path):
