@@ -32,6 +32,7 @@ from benchdb.results.metrics import (
     main_metric,
     main_metric_values,
     measured_values,
+    workload_test_id,
 )
 from benchdb.results.models import Result, Run
 from benchdb.results.overheads import OVERHEAD_FIELDS, stored_overhead
@@ -545,9 +546,7 @@ PUBLISHED_KEY = "published-"
 
 def _published_workloads(by_key: dict[str, dict[int, ResultRow]]) -> dict:
     """Per key of a published result, the test id of its workload
-    (``workload.identify`` from the options the source states): a seed's
-    ``dd bs=1M conv=fdatasync`` is the agent's ``dd-write-1m-fdatasync``.
-    One query, none without a published result."""
+    (``metrics.workload_test_id``).  One query, none without a published result."""
     rows = {
         row.id: (key, row)
         for key, per_run in by_key.items()
@@ -558,7 +557,7 @@ def _published_workloads(by_key: dict[str, dict[int, ResultRow]]) -> dict:
         return {}
     options = dict(Result.objects.filter(pk__in=rows).values_list("pk", "options"))
     return {
-        key: workload.identify(row.tool, [row.direction], options.get(pk) or {})
+        key: workload_test_id(row.tool, row.direction, options.get(pk))
         for pk, (key, row) in rows.items()
     }
 

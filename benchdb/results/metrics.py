@@ -84,6 +84,17 @@ def main_metric(test_id: str) -> str | None:
     return metric if metric in MAIN_METRICS else None
 
 
+def workload_test_id(tool: str, direction, options: dict | None) -> str:
+    """The test a published result is by its workload (``workload.identify``
+    from the options the source states): a seed's ``dd bs=1M
+    conv=fdatasync`` is the agent's ``dd-write-1m-fdatasync``, its fio
+    randread 4k at iodepth 32 the agent's ``fio-rand-read-4k-q32t1``.  A
+    published source keeps its own test ids; agent and imported results are
+    their test id already (``imports`` names them by their workload).
+    Comparisons and the lists' headline figures both read it."""
+    return workload.identify(tool, [direction], options or {})
+
+
 def equivalence_percent() -> float:
     """The "no difference larger than Y%" margin (``BENCHDB_EQUIVALENCE_PERCENT``)."""
     return float(

@@ -38,6 +38,7 @@ from django.db.models import (
     F,
     OuterRef,
     Prefetch,
+    Q,
     QuerySet,
     Subquery,
     prefetch_related_objects,
@@ -74,6 +75,7 @@ from benchdb.results.vocab import (
     Source,
     Visibility,
 )
+from benchdb_agent import suite as agent_suite
 from benchdb_agent import vocab as agent_vocab
 from benchdb_agent.contract import text_problem
 
@@ -286,27 +288,53 @@ BROWSE_HEADLINES = {
 }
 
 
-def with_headlines(qs: RunQuerySet) -> RunQuerySet:
+def headline_results() -> dict[str, Q]:
+    """Per headline test id (``BROWSE_HEADLINES``), the results that are
+    that test, whatever their origin: its test id (agent runs, and imports,
+    which ``imports`` names by their workload), or a published source's
+    result whose workload it is (``metrics.workload_test_id``): a seed's
+    fio randread 4k at iodepth 32 is the list's 4K random read.  One query
+    (the published results of the headline tests' tools)."""
+    wanted = {test_id for test_id, _column in BROWSE_HEADLINES.values()}
+    tools = {agent_suite.get_test(test_id)["tool"] for test_id in wanted}
+    published = defaultdict(list)
+    rows = Result.objects.filter(
+        run__source=Source.PUBLISHED, comparable=True, tool__in=tools
+    ).values_list("pk", "tool", "stats__main_direction", "options")
+    for pk, tool, direction, options in rows:
+        test_id = metrics.workload_test_id(tool, direction, options)
+        if test_id in wanted:
+            published[test_id].append(pk)
+    return {
+        test_id: Q(test_id=test_id) | Q(pk__in=published[test_id])
+        if published[test_id]
+        else Q(test_id=test_id)
+        for test_id in wanted
+    }
+
+
+def with_headlines(qs: RunQuerySet, matches: dict[str, Q] | None = None) -> RunQuerySet:
     """The run list with its headline figures as columns (a correlated
     subquery each; PostgreSQL evaluates them for the page's rows only unless
     the list is sorted by one) and the host baseline's 4K figure, for the
-    overhead, when that baseline is listed."""
+    overhead, when that baseline is listed.  ``matches``: the results that
+    are each headline test (``headline_results``), read once per list."""
+    if matches is None:
+        matches = headline_results()
 
     def figure(test_id: str, column: str):
         return Subquery(
-            Result.objects.filter(run=OuterRef("pk"), test_id=test_id)
+            Result.objects.filter(matches[test_id], run=OuterRef("pk"))
             .order_by("id")
             .values(column)[:1]
         )
 
     listed = Run.objects.listed().filter(pk=OuterRef(OuterRef("baseline_id")))
+    rand4k = BROWSE_HEADLINES["rand4k_iops"][0]
 
     def host(column: str):
         return Subquery(
-            Result.objects.filter(
-                run=OuterRef("baseline_id"),
-                test_id=BROWSE_HEADLINES["rand4k_iops"][0],
-            )
+            Result.objects.filter(matches[rand4k], run=OuterRef("baseline_id"))
             .filter(run__in=listed.values("pk"))
             .order_by("id")
             .values(column)[:1]
@@ -318,7 +346,7 @@ def with_headlines(qs: RunQuerySet) -> RunQuerySet:
     }
     return qs.annotate(
         **annotations,
-        rand4k_result_id=figure(BROWSE_HEADLINES["rand4k_iops"][0], "id"),
+        rand4k_result_id=figure(rand4k, "id"),
         host_rand4k_iops=host("iops_mean"),
         host_rand4k_result_id=host("id"),
     )
@@ -341,11 +369,12 @@ def browse_page(qs: RunQuerySet, ordering: str, number, count: int | None = None
     figure against a listed host baseline (``browse_overheads``) and hosts
     labelled by their guests' platform (``label_host_platforms``).
     ``count``: the list's length when known already (the facets' total)."""
-    qs = with_headlines(qs)
+    matches = headline_results()
+    qs = with_headlines(qs, matches)
     if ordering.lstrip("-") in BROWSE_HEADLINES:
         qs = order_by_headline(qs, ordering)
     paginator = IdPaginator(
-        qs, 50, rows=lambda ids: with_headlines(list_page_rows(ids))
+        qs, 50, rows=lambda ids: with_headlines(list_page_rows(ids), matches)
     )
     if count is not None:
         paginator.count = count  # cached_property: no count query of its own
