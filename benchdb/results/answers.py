@@ -129,56 +129,56 @@ def _first_workload(question: str) -> list:
 workloads = declare(
     "workloads",
     "benchdb.results.reports:workloads",
-    version=3,
+    version=4,
     defaults=[("cache",), ("overhead",)],
 )
 workload_coverage = declare(
     "workload_coverage",
     "benchdb.results.reports:workload_coverage",
-    version=1,
+    version=2,
     defaults=[("cache", {}), ("overhead", {})],
 )
 setups_with_data = declare(
     "setups_with_data",
     "benchdb.results.reports:setups_with_data",
-    version=2,
+    version=3,
     defaults=[("cache",), ("overhead",)],
 )
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=4,
+    version=5,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
-    version=3,
+    version=4,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
 )
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
-    version=4,
+    version=5,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
-    version=4,
+    version=5,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
 )
 
 # Populations over run filters, /api/v1/population/ (results.population) -------
 
 distribution = declare(
-    "distribution", "benchdb.results.population:distribution_over", version=3
+    "distribution", "benchdb.results.population:distribution_over", version=4
 )
 compare_sets = declare(
-    "compare_sets", "benchdb.results.population:compare_sets_over", version=3
+    "compare_sets", "benchdb.results.population:compare_sets_over", version=4
 )
 rank_settings = declare(
-    "rank_settings", "benchdb.results.population:rank_settings_over", version=3
+    "rank_settings", "benchdb.results.population:rank_settings_over", version=4
 )
 
 # Browse, home and report pages' counts (results.reads) -----------------------
@@ -195,7 +195,7 @@ home_counts = declare(
 overhead_summary = declare(
     "overhead_summary",
     "benchdb.results.reads:overhead_summary_answer",
-    version=2,
+    version=3,
     defaults=[()],
 )
 cache_mode_group_page = declare(

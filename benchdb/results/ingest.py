@@ -428,17 +428,15 @@ def first_host(run: Run) -> Run | None:
     """A guest run's host baseline: the first host run of its pair id and
     owner (the same account, or both anonymous, so that nobody can attach
     a baseline to someone else's run by reusing their pair id); None for a
-    host or a run without pair id."""
+    host or a run without pair id.  A bare-metal host comes before a host
+    run made inside a VM (``virtual_host``), which pairs only when it is
+    the pair's one host: its guest's overhead is against that VM, and
+    never enters what is said of bare metal (``Run.objects.bare_metal``)."""
     if not run.pair_id or run.role != Role.GUEST:
         return None
     return (
-        Run.objects.filter(
-            pair_id=run.pair_id,
-            owner_id=run.owner_id,
-            role=Role.HOST,
-            virtual_host=False,
-        )
-        .order_by("created", "id")
+        Run.objects.filter(pair_id=run.pair_id, owner_id=run.owner_id, role=Role.HOST)
+        .order_by("virtual_host", "created", "id")
         .first()
     )
 
@@ -470,14 +468,14 @@ def link_pair(run: Run, attached_to: int | None = None) -> None:
         if (host.pk if host else None) != attached_to:
             overheads.store_overheads([run.pk])
         return
-    if run.virtual_host:
-        return  # never a baseline: its guests wait for a bare-metal host
+    # Guests without a host yet; a bare-metal host also takes over the
+    # guests paired with a virtual host of the same pair.
+    unpaired = models.Q(baseline__isnull=True)
+    if not run.virtual_host:
+        unpaired |= models.Q(baseline__virtual_host=True)
     guests = list(
         Run.objects.filter(
-            pair_id=run.pair_id,
-            owner_id=run.owner_id,
-            role=Role.GUEST,
-            baseline__isnull=True,
+            unpaired, pair_id=run.pair_id, owner_id=run.owner_id, role=Role.GUEST
         ).values_list("pk", flat=True)
     )
     if guests:

@@ -215,6 +215,12 @@ class RunQuerySet(models.QuerySet):
         condition the partial indexes of listed runs carry)."""
         return self.filter(visibility=Visibility.PUBLIC, hidden=False)
 
+    def bare_metal(self) -> RunQuerySet:
+        """Runs that may stand for bare metal as a guest's baseline: all
+        but host runs made inside a VM (``virtual_host``), which their own
+        guests are paired with but which no report takes for a bare host."""
+        return self.filter(virtual_host=False)
+
     def gone(self) -> RunQuerySet:
         """Runs ``readable_q`` would open to anyone but that the moderators
         hid: asked for by id, they answer 410 Gone with the reason instead

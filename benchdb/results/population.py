@@ -61,7 +61,8 @@ METRICS = metrics.METRIC_COLUMNS
 
 
 def population_runs(include_declared: bool = False) -> QuerySet:
-    """Runs that may enter an across-runs answer: listed and not suspect.
+    """Runs that may enter an across-runs answer: listed, not suspect, and
+    no host run made inside a VM (``Run.objects.bare_metal``).
 
     ``Run.objects.listed()`` is the one rule for lists, reports and
     aggregates (public, not hidden); a suspect run is shown with its reason,
@@ -69,7 +70,7 @@ def population_runs(include_declared: bool = False) -> QuerySet:
     is declared and not verified, enter only when asked for
     (``include_declared``: a ``source`` filter names them).
     """
-    runs = Run.objects.listed().filter(suspect=False)
+    runs = Run.objects.listed().bare_metal().filter(suspect=False)
     if not include_declared:
         runs = runs.exclude(source=Source.IMPORTED)
     return runs

@@ -1085,9 +1085,9 @@ CACHE_GROUPS_PAGE = 50
 
 
 def overhead_guests() -> QuerySet:
-    """Listed guest runs whose host baseline is listed too."""
+    """Listed guest runs whose host baseline is listed too, and bare metal."""
     listed = Run.objects.listed()
-    return listed.filter(role=Role.GUEST, baseline__in=listed)
+    return listed.filter(role=Role.GUEST, baseline__in=listed.bare_metal())
 
 
 def overhead_report(page=None) -> dict:
@@ -1112,7 +1112,9 @@ def overhead_report(page=None) -> dict:
 def overhead_summary_answer() -> list[dict]:
     """The public overhead summary: every listed pair, so stored and served
     by the data version (``answer_cache``)."""
-    return summaries.overhead_summary(overhead_guests(), Run.objects.listed())
+    return summaries.overhead_summary(
+        overhead_guests(), Run.objects.listed().bare_metal()
+    )
 
 
 def overhead_rows(guests: list[Run] | None = None) -> list[dict]:

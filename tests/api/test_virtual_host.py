@@ -1,12 +1,14 @@
 """A host run measured inside a VM (agent --allow-virtual-host, bundle
-``virtual_host``) is stored as such and never used as a bare-metal baseline:
-no guest pairs with it, no overhead is computed against it, and its disk
-type is not guessed from a virtual disk's rotational flag (issue 29)."""
+``virtual_host``) is stored as such: its own guests pair with it (their
+overhead is against that VM), but no report or population answer takes it
+for bare metal, a bare-metal host of the same pair takes its place, and its
+disk type is not guessed from a virtual disk's rotational flag (issue 29)."""
 
 from __future__ import annotations
 
 import pytest
 
+from benchdb.results import population, reads
 from benchdb.results.ingest import store_bundle
 from benchdb.results.models import Run
 from benchdb_agent import bundle as agent_bundle
@@ -23,7 +25,9 @@ def virtual_host(fio, pair_id: str) -> dict:
     return doc
 
 
-def test_a_virtual_host_is_stored_marked_and_never_a_baseline(fio, alice):
+def test_a_virtual_host_pairs_with_its_guests_but_never_stands_for_bare_metal(
+    fio, alice
+):
     doc = virtual_host(fio, "nested-1")
     assert agent_bundle.validate(doc) == []
     before = store_bundle(make_bundle(fio, pair_id="nested-1"), owner=alice)
@@ -32,9 +36,14 @@ def test_a_virtual_host_is_stored_marked_and_never_a_baseline(fio, alice):
     assert host.virtual_host is True
     for guest in (before, after):
         guest.refresh_from_db()
-        assert guest.baseline_id is None
-        assert guest.results.exclude(overhead=None).count() == 0
-    # A bare-metal host of the same pair is the baseline, for both guests.
+        # Paired, whichever came first, with its overhead against that VM...
+        assert guest.baseline_id == host.pk
+        assert guest.results.exclude(overhead=None).count() > 0
+    # ...which no report takes for bare metal.
+    assert not reads.overhead_guests().filter(pk__in=[before.pk, after.pk]).exists()
+    assert not population.population_runs().filter(pk=host.pk).exists()
+    assert reads.overhead_summary_answer() == []
+    # A bare-metal host of the same pair takes over both guests.
     real = store_bundle(make_bundle(fio, role="host", pair_id="nested-1"), owner=alice)
     assert real.virtual_host is False
     assert set(
@@ -42,6 +51,11 @@ def test_a_virtual_host_is_stored_marked_and_never_a_baseline(fio, alice):
             "baseline_id", flat=True
         )
     ) == {real.pk}
+    assert set(reads.overhead_guests().values_list("pk", flat=True)) == {
+        before.pk,
+        after.pk,
+    }
+    assert reads.overhead_summary_answer() != []
 
 
 def test_a_virtual_hosts_rotational_flag_is_no_disk_type(fio):
