@@ -187,7 +187,7 @@ class HardwareSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def to_representation(self, instance) -> rows.HardwareRow:
-        return rows.hardware_row(instance)
+        return rows.hardware_row(rows.hardware_values(instance))
 
 
 RUN_LIST_FIELDS = [
@@ -242,7 +242,9 @@ class RunListSerializer(serializers.ModelSerializer):
 
     def to_representation(self, instance) -> rows.RunRow:
         baseline = reads.shown_baseline_id(instance, *viewer(self.context))
-        return rows.run_row(instance, _links(self), baseline)
+        return rows.run_row(
+            rows.values_of(instance, rows.RUN_PATHS), _links(self), baseline
+        )
 
 
 class StatSerializer(serializers.Serializer):

@@ -102,13 +102,16 @@ class StablePagination(PageNumberPagination):
 
 
 class RunListPagination(StablePagination):
-    """The run list's pages as ``reads.list_rows`` for the request's reader,
-    read by ids first (``reads.ListRowsPaginator``)."""
+    """The run list's pages as ``reads.list_rows`` (``rows.run_row``s) for
+    the request's reader, read by ids first (``reads.IdPaginator``)."""
 
     def paginate_queryset(self, queryset, request, view=None):
         if getattr(view, "action", None) == "list":
+            links, reader = s.run_links(request), (request.user, owner_key(request))
             self.django_paginator_class = partial(
-                reads.ListRowsPaginator, reader=(request.user, owner_key(request))
+                reads.IdPaginator,
+                rows=reads.list_page_rows,
+                read=lambda qs: reads.list_rows(qs, links, *reader),
             )
         return super().paginate_queryset(queryset, request, view)
 
@@ -478,6 +481,11 @@ class RunViewSet(
             context.pop("baseline_results", None)
             context.pop("overheads", None)
             reads.release(run)
+
+    def list(self, request, *args, **kwargs):
+        # The page holds the rows as served (RunListPagination).
+        queryset = self.filter_queryset(self.get_queryset())
+        return self.get_paginated_response(self.paginate_queryset(queryset))
 
     def retrieve(self, request, *args, **kwargs):
         return Response(self._detail(self._with_tests(self.get_object())))

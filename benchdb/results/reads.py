@@ -28,7 +28,6 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 from django.core.paginator import Paginator
 from django.db import IntegrityError, connection, transaction
@@ -50,6 +49,7 @@ from benchdb.results import (
     answers,
     metrics,
     overheads,
+    rows,
     stats,
     summaries,
 )
@@ -163,60 +163,23 @@ def list_columns(qs: RunQuerySet) -> RunQuerySet:
     return qs.defer(*LIST_DEFERRED, *baseline)
 
 
-class ListRow(SimpleNamespace):
-    """A run of a list page read by ``list_rows``: the columns a list row
-    shows as attributes (``pk``, ``title``, ``hardware``...: what
-    ``rows.run_row`` reads of a run, without model instances), its
-    hardware a ``ListRow`` too (its CPU and disk models with their ``name``),
-    and ``shown_baseline``: the baseline's id if the reader may open it,
-    else None (``shown_baseline_id``)."""
-
-
-# What ``list_rows`` reads: the run's columns but ``LIST_DEFERRED``, its
-# hardware's but the fingerprint, and the names of the hardware's models.
-LIST_ROW_RUN = tuple(
-    f.attname for f in Run._meta.concrete_fields if f.name not in LIST_DEFERRED
-)
-LIST_ROW_HARDWARE = tuple(
-    f.attname for f in Hardware._meta.concrete_fields if f.name != "fingerprint"
-)
-_LIST_ROW_COLUMNS = (
-    *LIST_ROW_RUN,
-    *(f"hardware__{c}" for c in LIST_ROW_HARDWARE),
-    "hardware__cpu_model__name",
-    "hardware__disk_model__name",
-)
-
-
-def list_rows(qs: QuerySet, user=None, owner_key: str = "") -> list[ListRow]:
-    """The runs of ``qs`` as ``ListRow``s, in its order: one query of the
-    columns a row shows, the baseline's visibility answered in it by the
-    rule of ``readable_q`` (``Run.is_visible_to``'s, for rows not loaded).
-    Model instances of the run, its hardware, their models and the baseline
-    (250 for a page of 50) took 6.5 of a filtered list's 15 ms at a million
-    results; these rows 3.3."""
+def list_rows(
+    qs: QuerySet, links: rows.Links, user=None, owner_key: str = ""
+) -> list[rows.RunRow]:
+    """The runs of ``qs`` as ``rows.run_row``s, in its order: one ``values()``
+    query of what a row shows (``rows.RUN_PATHS``), no model instances, the
+    baseline's visibility answered in it by the rule of ``readable_q``
+    (``Run.is_visible_to``'s, for rows not loaded)."""
     shown = Exists(
         Run.objects.filter(readable_q(user, owner_key), pk=OuterRef("baseline_id"))
     )
-    rows = qs.annotate(baseline_shown=shown).values_list(
-        *_LIST_ROW_COLUMNS, "baseline_shown"
+    values = qs.annotate(baseline_shown=shown).values(
+        *rows.RUN_PATHS, "baseline_id", "baseline_shown"
     )
-    n_run, n_hw = len(LIST_ROW_RUN), len(LIST_ROW_HARDWARE)
-    out = []
-    for values in rows:
-        run = ListRow(**dict(zip(LIST_ROW_RUN, values[:n_run], strict=True)))
-        run.pk = run.id
-        run.hardware = None
-        if run.hardware_id is not None:
-            hw = values[n_run : n_run + n_hw]
-            run.hardware = ListRow(**dict(zip(LIST_ROW_HARDWARE, hw, strict=True)))
-            run.hardware.pk = run.hardware.id
-            cpu, disk = values[n_run + n_hw : n_run + n_hw + 2]
-            run.hardware.cpu_model = ListRow(name=cpu) if cpu is not None else None
-            run.hardware.disk_model = ListRow(name=disk) if disk is not None else None
-        run.shown_baseline = run.baseline_id if values[-1] else None
-        out.append(run)
-    return out
+    return [
+        rows.run_row(v, links, v["baseline_id"] if v["baseline_shown"] else None)
+        for v in values
+    ]
 
 
 def list_page_rows(ids: QuerySet) -> RunQuerySet:
@@ -240,11 +203,15 @@ class IdPaginator(Paginator):
     annotations but not its filters (``list_page_rows``): asked again, the
     filters made the planner AND a filter's index with the primary key (1.5
     of the 2 ms of a filtered list's rows at 1M).  Without it, the list's
-    own query limited to the ids."""
+    own query limited to the ids.
 
-    def __init__(self, object_list, per_page, *, rows=None, **kwargs):
+    ``read``: the page's rows as its list holds them (``list_rows`` for the
+    API's run list); model instances without it."""
+
+    def __init__(self, object_list, per_page, *, rows=None, read=list, **kwargs):
         super().__init__(object_list, per_page, **kwargs)
         self.rows = rows
+        self.read = read
 
     def page(self, number):
         number = self.validate_number(number)
@@ -255,28 +222,12 @@ class IdPaginator(Paginator):
         ids = self.object_list.values("pk")[bottom:top]
         return self._get_page(self.read(self.rows_of(ids)), number, self)
 
-    def read(self, rows: QuerySet) -> list:
-        """The page's rows as its list holds them: model instances."""
-        return list(rows)
-
     def rows_of(self, ids: QuerySet) -> QuerySet:
         if self.rows is None:
             return self.object_list.filter(pk__in=ids)
         # The list's order, as RunFilterSet.qs reads it.
         query = self.object_list.query
         return self.rows(ids).order_by(*(query.order_by or Run._meta.ordering))
-
-
-class ListRowsPaginator(IdPaginator):
-    """``IdPaginator`` whose page holds ``list_rows`` for ``reader`` (user,
-    owner key): the API's run list."""
-
-    def __init__(self, object_list, per_page, *, reader: tuple = (None, ""), **kw):
-        super().__init__(object_list, per_page, rows=list_page_rows, **kw)
-        self.reader = reader
-
-    def read(self, rows: QuerySet) -> list:
-        return list_rows(rows, *self.reader)
 
 
 # The browse page -------------------------------------------------------------
@@ -465,10 +416,7 @@ def shown_baseline(run: Run, user=None, owner_key: str = "") -> Run | None:
 
 
 def shown_baseline_id(run: Run, user=None, owner_key: str = "") -> int | None:
-    """``shown_baseline``'s id; a ``ListRow`` carries it, read by the same
-    rule in SQL for the reader it was read for."""
-    if type(run) is ListRow:
-        return run.shown_baseline
+    """``shown_baseline``'s id."""
     baseline = shown_baseline(run, user, owner_key)
     return baseline.pk if baseline is not None else None
 

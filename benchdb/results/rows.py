@@ -8,17 +8,21 @@ input and for the OpenAPI schema only; tests/api/test_fast_rows.py holds
 these dicts to that schema, key for key.  Adding a column means adding it
 here and to the serializer's field list, which that test then checks.
 
-The builders read attributes, so a model instance and a ``reads.ListRow``
-(the columns a list reads, without model instances) give the same row.
-Values are written as DRF's fields write them (ISO 8601 datetimes in UTC
-with ``Z``, floats as floats), directly: DRF's fields cost about 0.5 ms a
-run in a list and 30 ms for a full run detail.
+A row's own fields are declared once (``HARDWARE_FIELDS``, ``RUN_FIELDS``,
+``RESULT_FIELDS``: the ORM path each is read from and how its value is
+written), and the builders read them from a mapping of those paths: a
+list's ``values()`` query (``reads.list_rows``, no model instances) or a
+loaded instance (``values_of``).  The exports write their columns with the
+same fields (``benchdb.results.exports``), so a run's or a result's value
+is written the same way in the API, the pages and an export.  Values are
+written as DRF's fields write them (ISO 8601 datetimes in UTC with ``Z``,
+floats as floats), directly: DRF's fields are far slower per row.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypedDict
 
 from benchdb.results.metrics import METRIC_COLUMNS
@@ -32,8 +36,8 @@ def iso_datetime(value) -> str | None:
     """A datetime as DRF's ``DateTimeField`` writes it: ISO 8601 in UTC (the
     only time zone here: ``TIME_ZONE``, nothing activates another), ``Z``
     for its offset; a naive one taken as UTC.  Written directly: every one
-    read from PostgreSQL is in UTC already (DRF's zone lookups were 13 of
-    14 us; 150 of them in a page of the run list)."""
+    read from PostgreSQL is in UTC already, and DRF's time-zone lookups
+    were most of its cost."""
     if value is None:
         return None
     if value.tzinfo is not _UTC:
@@ -51,6 +55,46 @@ def _str_dict(value) -> dict | None:
     if value is None:
         return None
     return {str(k): str(v) if v is not None else None for k, v in value.items()}
+
+
+def _strs(value) -> list | None:
+    if value is None:
+        return None
+    return [str(v) if v is not None else None for v in value]
+
+
+def _is_set(value) -> bool:
+    return value is not None
+
+
+# A row's own field: the ORM path it is read from, and how its value is
+# written (None: as read).
+Field = tuple[str, Callable[[Any], Any] | None]
+
+
+def values_of(obj, paths: Iterable[str]) -> dict:
+    """A loaded instance's values at ORM ``paths`` (``hardware__disk_type``,
+    ``stats__main_direction`` into a JSON column), as ``QuerySet.values``
+    reads them: None past a None relation or a missing JSON key."""
+    out = {}
+    for path in paths:
+        value = obj
+        for part in path.split("__"):
+            if value is None:
+                break
+            value = value.get(part) if isinstance(value, dict) else getattr(value, part)
+        out[path] = value
+    return out
+
+
+def fields(values: Mapping, spec: Mapping[str, Field], prefix: str = "") -> dict:
+    """The fields of ``spec`` written from ``values`` (ORM path -> value,
+    each path after ``prefix``)."""
+    out = {}
+    for name, (path, write) in spec.items():
+        value = values[prefix + path]
+        out[name] = value if write is None else write(value)
+    return out
 
 
 # Hardware --------------------------------------------------------------------
@@ -74,27 +118,37 @@ class HardwareRow(TypedDict):
     run_count: int | None
 
 
-def hardware_row(hw) -> HardwareRow:
-    """A hardware row; ``run_count`` where the list annotated it."""
-    cpu, disk = hw.cpu_model, hw.disk_model
-    run_count = getattr(hw, "run_count", None)
+HARDWARE_FIELDS = {
+    "id": ("id", None),
+    "cpu_model": ("cpu_model__name", None),
+    **{name: (name, None) for name in ("cpu_sockets", "cpu_cores", "cpu_threads")},
+    "memory_bytes": ("memory_bytes", None),
+    "disk_model": ("disk_model__name", None),
+    **{name: (name, None) for name in ("disk_type", "disk_count", "disk_size_bytes")},
+    "raid_controller": ("raid_controller", None),
+    "raid_level": ("raid_level", None),
+    "controller_cache_bytes": ("controller_cache_bytes", None),
+    "controller_battery": ("controller_battery", None),
+}
+HARDWARE_PATHS = tuple(path for path, _write in HARDWARE_FIELDS.values())
+
+
+def hardware_values(hw) -> dict:
+    """A loaded hardware row's ``HARDWARE_PATHS``, and its ``run_count``
+    where the list annotated it."""
     return {
-        "id": hw.pk,
-        "cpu_model": cpu.name if cpu is not None else None,
-        "cpu_sockets": hw.cpu_sockets,
-        "cpu_cores": hw.cpu_cores,
-        "cpu_threads": hw.cpu_threads,
-        "memory_bytes": hw.memory_bytes,
-        "disk_model": disk.name if disk is not None else None,
-        "disk_type": hw.disk_type,
-        "disk_count": hw.disk_count,
-        "disk_size_bytes": hw.disk_size_bytes,
-        "raid_controller": hw.raid_controller,
-        "raid_level": hw.raid_level,
-        "controller_cache_bytes": hw.controller_cache_bytes,
-        "controller_battery": hw.controller_battery,
-        "run_count": int(run_count) if run_count is not None else None,
+        **values_of(hw, HARDWARE_PATHS),
+        "run_count": getattr(hw, "run_count", None),
     }
+
+
+def hardware_row(values: Mapping, prefix: str = "") -> HardwareRow:
+    """A hardware row from its ``HARDWARE_PATHS`` after ``prefix`` (and its
+    ``run_count``, when given)."""
+    out = fields(values, HARDWARE_FIELDS, prefix)
+    run_count = values.get(prefix + "run_count")
+    out["run_count"] = int(run_count) if run_count is not None else None
+    return out
 
 
 # Runs ------------------------------------------------------------------------
@@ -157,45 +211,52 @@ class RunDetailRow(RunRow):
     tests: list[ResultRow]
 
 
+# A run's own fields as lists show them, in the schema's order.
+RUN_FIELDS = {
+    "id": ("id", None),
+    "uuid": ("uuid", str),
+    "title": ("title", None),
+    **{name: (name, None) for name in RUN_ENVIRONMENT},
+    **{name: (name, None) for name in ("suite_id", "suite_version", "profile")},
+    "agent_version": ("agent_version", None),
+    "ran_at": ("ran_at", iso_datetime),
+    **{name: (name, None) for name in ("source", "visibility", "pair_id", "sweep_id")},
+    "suspect": ("suspect", None),
+    "suspect_reasons": ("suspect_reasons", _strs),
+    "hidden": ("hidden", None),
+    "hidden_reason": ("hidden_reason", None),
+    "owned": ("owner_id", _is_set),
+    "created": ("created", iso_datetime),
+    "updated": ("updated", iso_datetime),
+}
+# What ``run_row`` reads: the run's fields, then its hardware's.
+RUN_PATHS = (
+    *(path for path, _write in RUN_FIELDS.values()),
+    "hardware_id",
+    *(f"hardware__{path}" for path in HARDWARE_PATHS),
+)
+
 # What a run row links to, by run id: (API URL, page URL), absolute for the
 # request answered (``api.serializers.run_links``).
 Links = tuple[Callable[[int], str], Callable[[int], str]]
 
 
-def run_row(run, links: Links, baseline: int | None) -> RunRow:
-    """A run as lists show it.  ``baseline``: the host baseline's id if the
+def run_row(values: Mapping, links: Links, baseline: int | None) -> RunRow:
+    """A run as lists show it, from its ``RUN_PATHS`` (a ``values()`` row, or
+    ``values_of`` a loaded run).  ``baseline``: the host baseline's id if the
     reader may open it, else None (``reads.shown_baseline_id``)."""
     api_url, web_url = links
-    hardware = run.hardware
-    reasons = run.suspect_reasons
-    return {
-        "id": run.pk,
-        "uuid": str(run.uuid),
-        "url": api_url(run.pk),
-        "web_url": web_url(run.pk),
-        "title": run.title,
-        **{name: getattr(run, name) for name in RUN_ENVIRONMENT},
-        "hardware": hardware_row(hardware) if hardware is not None else None,
-        "suite_id": run.suite_id,
-        "suite_version": run.suite_version,
-        "profile": run.profile,
-        "agent_version": run.agent_version,
-        "ran_at": iso_datetime(run.ran_at),
-        "source": run.source,
-        "visibility": run.visibility,
-        "pair_id": run.pair_id,
-        "sweep_id": run.sweep_id,
-        "baseline": baseline,
-        "suspect": run.suspect,
-        "suspect_reasons": [str(r) if r is not None else None for r in reasons]
-        if reasons is not None
-        else None,
-        "hidden": run.hidden,
-        "hidden_reason": run.hidden_reason,
-        "owned": run.owner_id is not None,
-        "created": iso_datetime(run.created),
-        "updated": iso_datetime(run.updated),
-    }
+    pk = values["id"]
+    out = fields(values, RUN_FIELDS)
+    out["url"] = api_url(pk)
+    out["web_url"] = web_url(pk)
+    out["hardware"] = (
+        hardware_row(values, "hardware__")
+        if values["hardware_id"] is not None
+        else None
+    )
+    out["baseline"] = baseline
+    return out
 
 
 def run_detail_row(
@@ -209,7 +270,7 @@ def run_detail_row(
     ``reads.attach_repeats`` applied); ``baseline_results`` and
     ``overheads`` as ``reads.run_overheads`` gives them, for each result's
     guest/host figures."""
-    out = run_row(run, links, baseline)
+    out = run_row(values_of(run, RUN_PATHS), links, baseline)
     env, warnings = run.environment, run.warnings
     out.update(
         {
@@ -261,35 +322,31 @@ class ResultRow(TypedDict):
     overhead: dict | None
 
 
+# A result's own fields, in the schema's order.
+RESULT_FIELDS = {
+    **{name: (name, None) for name in ("test_id", "title", "group", "tool")},
+    "comparability_key": ("comparability_key", None),
+    **{name: (name, None) for name in ("comparable", "approximate", "options")},
+    **{name: (name, None) for name in ("command", "tool_version")},
+    **{name: (name, None) for name in ("preconditioned", "extra_repeats")},
+    "repeat_count": ("repeat_count", None),
+    "main_direction": ("stats__main_direction", None),
+    **{column: (column, _float) for column in METRIC_COLUMNS.values()},
+}
+RESULT_PATHS = tuple(path for path, _write in RESULT_FIELDS.values())
+
+
 def result_row(
     res, baseline_results: dict | None = None, overheads: dict | None = None
 ) -> ResultRow:
     """A result with its statistics and repeats (``res.records`` and
     ``res.raw_formats`` from ``reads.attach_repeats``), and its guest/host
     figures against the baseline's result of the same comparability key."""
-    stats = res.stats or {}
-    return {
-        "test_id": res.test_id,
-        "title": res.title,
-        "group": res.group,
-        "tool": res.tool,
-        "comparability_key": res.comparability_key,
-        "comparable": res.comparable,
-        "approximate": res.approximate,
-        "options": res.options,
-        "command": res.command,
-        "tool_version": res.tool_version,
-        "preconditioned": res.preconditioned,
-        "extra_repeats": res.extra_repeats,
-        "repeat_count": res.repeat_count,
-        "main_direction": stats.get("main_direction"),
-        "iops_mean": _float(res.iops_mean),
-        "bw_bytes_mean": _float(res.bw_bytes_mean),
-        "lat_mean_ns_mean": _float(res.lat_mean_ns_mean),
-        "stats": stats.get("directions", {}),
-        "repeats": result_repeats(res),
-        "overhead": result_overhead(res, baseline_results or {}, overheads or {}),
-    }
+    out = fields(values_of(res, RESULT_PATHS), RESULT_FIELDS)
+    out["stats"] = (res.stats or {}).get("directions", {})
+    out["repeats"] = result_repeats(res)
+    out["overhead"] = result_overhead(res, baseline_results or {}, overheads or {})
+    return out
 
 
 def result_repeats(res) -> list[dict]:

@@ -110,7 +110,7 @@ def test_the_layout_and_the_cache_modes():
 CHOSEN = {
     # The hardware resource's own fields (a Hardware row, not a run).
     ("benchdb/api/serializers.py", "HardwareSerializer.Meta"),
-    ("benchdb/results/rows.py", "hardware_row"),
+    ("benchdb/results/rows.py", "HARDWARE_FIELDS"),
     ("benchdb/results/ingest.py", "_hardware"),
     # The admin's chosen columns and filters.
     ("benchdb/results/admin.py", "RunAdmin"),  # list_display, list_filter
