@@ -1,7 +1,9 @@
 """Exports: CSV and JSON streamed in constant memory, one column set for all.
 
-A run-list export is one row per run and test (``EXPORT_COLUMNS``), the same
-columns in the API (``/api/v1/runs/export/``), the browse page's download
+A run-list export is one row per run and test (``EXPORT_COLUMNS``): fields of
+the API's run row and result row (``results.rows``), read and written as
+those rows write them, under the export's column names.  The same columns in
+the API (``/api/v1/runs/export/``), the browse page's download
 (``/runs/export/``) and the worker's full dump (``tasks.public_dump``).  A
 comparison's CSV has its own single column set (``COMPARE_COLUMNS``), shared by
 the API and the compare page.
@@ -39,30 +41,72 @@ from django.db.models import Case, F, Q, QuerySet, TextField, When
 from django.db.models.functions import Cast
 from django.http import StreamingHttpResponse
 
+from benchdb.results import rows
+from benchdb.results.metrics import METRIC_COLUMNS
 from benchdb.results.vocab import COLUMN_PATHS, Visibility
 
-# One row per run and test: name -> ORM path from Result.
-EXPORT_FIELDS = {
-    "run_id": "run_id",
-    "run_uuid": "run__uuid",
-    "created": "run__created",
-    "ran_at": "run__ran_at",
+# One row per run and test.  The run's columns lead: export column -> the
+# run row's field (``rows.RUN_FIELDS``; a setting kept on the hardware: the
+# hardware row's, ``rows.HARDWARE_FIELDS``); "baseline" is the listed one.
+EXPORT_RUN = {
+    "run_id": "id",
+    "run_uuid": "uuid",
+    "created": "created",
+    "ran_at": "ran_at",
     # Every setting a run keeps as a column, in the vocabulary's order.
-    **{name: f"run__{path}" for name, path in COLUMN_PATHS.items()},
-    "suite_id": "run__suite_id",
-    "suite_version": "run__suite_version",
-    "suspect": "run__suspect",
+    **{name: name for name in COLUMN_PATHS},
+    "suite_id": "suite_id",
+    "suite_version": "suite_version",
+    "suspect": "suspect",
     # A baseline's id only where the baseline is listed itself.
-    "baseline_id": "listed_baseline_id",
-    "test_id": "test_id",
-    "comparability_key": "comparability_key",
-    "tool": "tool",
-    "repeat_count": "repeat_count",
-    "iops_mean": "iops_mean",
-    "bw_bytes_mean": "bw_bytes_mean",
-    "lat_mean_ns_mean": "lat_mean_ns_mean",
+    "baseline_id": "baseline",
 }
-EXPORT_COLUMNS = tuple(EXPORT_FIELDS)
+# The result's columns follow: export column -> the result row's field
+# (``rows.RESULT_FIELDS``).
+EXPORT_RESULT = {
+    name: name
+    for name in ("test_id", "comparability_key", "tool", "repeat_count")
+    + tuple(METRIC_COLUMNS.values())
+}
+EXPORT_COLUMNS = (*EXPORT_RUN, *EXPORT_RESULT)
+
+
+def _run_field(name: str) -> rows.Field:
+    """The run row's field ``name``: its path from Run and its writer."""
+    if name == "baseline":
+        return "listed_baseline_id", None
+    if name in rows.RUN_FIELDS:
+        return rows.RUN_FIELDS[name]
+    path, write = rows.HARDWARE_FIELDS[name]
+    return f"hardware__{path}", write
+
+
+# Export column -> (ORM path from Run, writer), and from Result.
+RUN_EXPORT = {column: _run_field(name) for column, name in EXPORT_RUN.items()}
+RESULT_EXPORT = {
+    column: rows.RESULT_FIELDS[name] for column, name in EXPORT_RESULT.items()
+}
+RUN_PATHS = tuple(path for path, _write in RUN_EXPORT.values())
+RESULT_PATHS = tuple(path for path, _write in RESULT_EXPORT.values())
+
+
+def _writer(spec: dict[str, rows.Field]):
+    """A tuple of ``spec``'s paths' values -> the tuple of its fields as
+    written (``rows.fields``), the values without a writer as they are."""
+    writes = [(i, write) for i, (_path, write) in enumerate(spec.values()) if write]
+
+    def write(values: tuple) -> tuple:
+        out = list(values)
+        for i, w in writes:
+            out[i] = w(out[i])
+        return tuple(out)
+
+    return write
+
+
+_write_run = _writer(RUN_EXPORT)
+_write_result = _writer(RESULT_EXPORT)
+
 
 # A comparison flattened: one row per test, metric and run (API and page).
 COMPARE_COLUMNS = (
@@ -161,19 +205,19 @@ def result_rows(runs: QuerySet, *, stats: bool = False) -> Iterator[tuple]:
         # The statistics as PostgreSQL's JSON text: spliced into the output
         # as they are, never decoded and encoded again in Python.
         qs = qs.annotate(stats_text=Cast("stats", TextField()))
-    paths = list(EXPORT_FIELDS.values()) + (["stats_text"] if stats else [])
+    run_paths = [
+        path if path == "listed_baseline_id" else f"run__{path}" for path in RUN_PATHS
+    ]
+    paths = [*run_paths, *RESULT_PATHS] + (["stats_text"] if stats else [])
     qs = qs.order_by("run_id", "test_id").values_list(*paths)
+    n_run, n_result = len(RUN_PATHS), len(RESULT_PATHS)
     with transaction.atomic():
-        yield from qs.iterator(chunk_size=CURSOR_ROWS)
-
-
-# The run's columns lead every row (EXPORT_FIELDS' order), the result's follow.
-RUN_PATHS = tuple(
-    "pk" if path == "run_id" else path.removeprefix("run__")
-    for path in EXPORT_FIELDS.values()
-    if path == "run_id" or path.startswith("run__") or path == "listed_baseline_id"
-)
-RESULT_PATHS = tuple(EXPORT_FIELDS.values())[len(RUN_PATHS) :]
+        for row in qs.iterator(chunk_size=CURSOR_ROWS):
+            yield (
+                _write_run(row[:n_run])
+                + _write_result(row[n_run : n_run + n_result])
+                + row[n_run + n_result :]
+            )
 
 
 def page_rows(run_ids: list[int], *, stats: bool = False) -> Iterator[tuple]:
@@ -186,8 +230,9 @@ def page_rows(run_ids: list[int], *, stats: bool = False) -> Iterator[tuple]:
     of each run's two timestamps, uuid and names parsed by psycopg per run.
     """
     prefix, results = _page_parts(run_ids, stats)
+    n = len(RESULT_PATHS)
     for run_id, *rest in results:
-        yield prefix[run_id] + tuple(rest)
+        yield prefix[run_id] + _write_result(tuple(rest[:n])) + tuple(rest[n:])
 
 
 def page_csv_lines(run_ids: list[int]) -> Iterator[str]:
@@ -202,12 +247,14 @@ def page_csv_lines(run_ids: list[int]) -> Iterator[str]:
         for run_id, row in prefix.items()
     }
     for run_id, *rest in results:
-        yield heads[run_id] + writer.writerow([csv_cell(v) for v in rest])
+        cells = [csv_cell(v) for v in _write_result(tuple(rest))]
+        yield heads[run_id] + writer.writerow(cells)
 
 
 def _page_parts(run_ids: list[int], stats: bool) -> tuple[dict, Iterator[tuple]]:
-    """(run id -> the run's export columns, the results' rows: run id, then
-    the result's columns, ordered by run and test id, streamed)."""
+    """(run id -> the run's export columns as written, the results' rows:
+    run id, then the result's columns as read, ordered by run and test id,
+    streamed)."""
     from benchdb.results.models import Result, Run
 
     runs = (
@@ -225,7 +272,7 @@ def _page_parts(run_ids: list[int], stats: bool) -> tuple[dict, Iterator[tuple]]
         )
         .values_list(*RUN_PATHS)
     )
-    prefix = {row[0]: row for row in runs}
+    prefix = {row[0]: _write_run(row) for row in runs}
     qs = Result.objects.filter(run_id__in=list(prefix))
     if stats:
         qs = qs.annotate(stats_text=Cast("stats", TextField()))

@@ -141,3 +141,31 @@ def test_rows_come_from_a_cursor_without_hold(fio):
     assert first[0] == Run.objects.order_by("pk").first().pk
     assert cursors and all(not holdable for (holdable,) in cursors)
     assert connection.get_autocommit()  # the transaction ended with the rows
+
+
+@pytest.mark.django_db
+def test_an_export_row_is_the_api_rows_fields(api, fio):
+    """Every export column is a field of the API's run row or result row
+    (exports.EXPORT_RUN, exports.EXPORT_RESULT), written as the API writes
+    it: a JSON export's rows and the API's rows of the same runs agree field
+    by field, timestamps, baseline and hardware included."""
+    host = store_bundle(make_bundle(fio, role="host", pair_id="p", tests=(READ,)))
+    guest = store_bundle(make_bundle(fio, pair_id="p", tests=(READ, WRITE)))
+    bare = store_bundle(make_bundle(fio, tests=(READ,)))
+    Run.objects.filter(pk=bare.pk).update(hardware=None, ran_at=None)
+    listed = {r["id"]: r for r in api.get("/api/v1/runs/").json()["results"]}
+    doc = json.loads(body(api.get("/api/v1/runs/export/?format=json")))
+    assert len(doc["rows"]) == 4
+    for row in doc["rows"]:
+        run = listed[row["run_id"]]
+        detail = api.get(run["url"]).json()
+        [test] = [t for t in detail["tests"] if t["test_id"] == row["test_id"]]
+        for column, name in exports.EXPORT_RUN.items():
+            shown = run if name in run else run["hardware"] or {}
+            assert row[column] == shown.get(name), (column, row[column])
+        for column, name in exports.EXPORT_RESULT.items():
+            assert row[column] == test[name], (column, row[column])
+    by_run = {r["run_id"]: r for r in doc["rows"]}
+    assert by_run[guest.pk]["baseline_id"] == host.pk
+    assert by_run[guest.pk]["created"].endswith("Z")
+    assert by_run[bare.pk]["disk_type"] is None and by_run[bare.pk]["ran_at"] is None

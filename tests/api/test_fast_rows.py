@@ -386,7 +386,7 @@ def test_export_page_rows_are_result_rows(shapes):
             if not stats:
                 text = "".join(exports.csv_lines(exports.EXPORT_COLUMNS, expected))
                 assert "".join(exports.page_csv_lines(chosen)) == text
-    assert exports.RUN_PATHS[0] == "pk" and exports.RESULT_PATHS[0] == "test_id"
+    assert exports.RUN_PATHS[0] == "id" and exports.RESULT_PATHS[0] == "test_id"
 
 
 def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
