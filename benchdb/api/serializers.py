@@ -635,6 +635,12 @@ class FreshnessSerializer(serializers.Serializer):
         help_text="False: runs were uploaded since; the worker's refresh, "
         "queued by every upload, adds them within minutes."
     )
+    updating = serializers.BooleanField(
+        required=False,
+        help_text="True: a run was removed (hidden, deleted, made private) and "
+        "the answer is being computed again; this is the one computed before, "
+        "as of as_of, with the removed runs left out where it names runs.",
+    )
 
 
 class SimilarSerializer(serializers.Serializer):

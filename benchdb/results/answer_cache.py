@@ -24,6 +24,15 @@ snapshot it was computed in, and how many runs were listed then).
   with its ``Freshness`` (as of when, over how many runs, whether newer data
   exists) until the worker's refresh (``results.refresh``), queued by the
   write, replaces it.
+- **Readers never wait for a recomputation.**  One recomputation at a time
+  per answer (an advisory lock on its key, held by the reader or the
+  refresh that computes it); while it runs, the others are served the answer
+  stored before the removal: with the removed runs left out (the answer's
+  ``without``, from ``results_removedrun``), or, for an answer that only
+  counts and summarises runs, as it was, said to be ``updating``.  An answer
+  that names runs and cannot leave the removed ones out is never served
+  that way: its reader waits for the recomputation, at most
+  ``WAIT_FOR_COMPUTE_S``, then computes it itself.
 """
 
 from __future__ import annotations
@@ -44,6 +53,10 @@ KEEP_UNREQUESTED = timedelta(days=7)
 # ``requested`` is written at most this often per answer (a read path that
 # writes on every request would contend on hot rows).
 REQUESTED_EVERY = timedelta(hours=1)
+# A reader that finds nothing it may serve waits at most this long for the
+# recomputation another process is running, then computes the answer itself.
+WAIT_FOR_COMPUTE_S = 30.0
+_WAIT_STEP_S = 0.05
 
 # Set while a stored answer is being computed: answers it calls are then
 # computed in the same snapshot instead of being read or stored on their own.
@@ -66,6 +79,8 @@ class Freshness:
     runs: int
     version: int
     current: bool
+    # Served while it is computed again after a removal (``fetch_or_compute``).
+    updating: bool = False
 
     def as_dict(self) -> dict:
         return {
@@ -73,6 +88,7 @@ class Freshness:
             "runs": self.runs,
             "data_version": self.version,
             "current": self.current,
+            "updating": self.updating,
         }
 
 
@@ -128,35 +144,116 @@ def fetch(name: str, args: tuple):
     return json.loads(answer), Freshness(computed, runs, stored, stored == version)
 
 
-def fetch_or_compute(name: str, fn, args: tuple):
+def fetch_or_compute(name: str, fn, args: tuple, without=None):
     """(answer, Freshness): the stored answer if it may be served, else
-    computed and stored by one request at a time (single-flight).
+    computed and stored by one process at a time (single-flight), and the
+    others never wait for it when an answer stored before may be served.
 
-    After a removal no answer stored before it may be served, and every
-    reader would compute it live at once (2.7 to 4.3 s per report at a
-    million results, on every web worker).  The first reader computes it
-    under a session advisory lock on the answer's key; the others wait for
-    that lock (no CPU) and read what it stored.  Whoever finds nothing
-    stored once it holds the lock (the first, or one whose predecessor
-    failed) computes it."""
+    After a removal no answer stored before it may be served as it was, and
+    every reader would compute it live at once (2.7 to 4.3 s per report at a
+    million results, 272 s for the cache-mode answer, on every web worker).
+    The first reader (or the refresh, ``recompute``) computes it under a
+    session advisory lock on the answer's key.  Whoever finds that lock held
+    is served the answer stored before (``_previous``): with the removed runs
+    left out by ``without(answer, run_ids)``, or, with no ``without`` (an
+    answer that only counts and summarises runs), as it was, marked
+    ``updating``.  If nothing may be served (none stored yet; or ``without``
+    cannot leave a removed run out) the reader waits for the lock, at most
+    ``WAIT_FOR_COMPUTE_S``, and reads what was stored, or computes it."""
     found = fetch(name, args)
     if found is not None:
         return found
-    _text, digest = _digest(args)
-    # A bigint key of the answer's own (the refresh's lock is one number,
-    # REFRESH_LOCK, a collision with which would only make one wait).
-    key = hashlib.sha256(f"{name}|{digest}".encode()).digest()[:8]
-    lock = int.from_bytes(key, signed=True)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [lock])
+    lock = _lock_key(name, args)
+    if not _try_lock(lock):
+        previous = _previous(name, args, without)
+        if previous is not None:
+            return previous
+        if not _wait_lock(lock, WAIT_FOR_COMPUTE_S):
+            # Waited long enough: compute it beside the one computing it.
+            return fetch(name, args) or compute_and_store(name, fn, args)
     try:
         found = fetch(name, args)
         if found is None:
             found = compute_and_store(name, fn, args)
         return found
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock])
+        _unlock(lock)
+
+
+def recompute(name: str, fn, args: tuple) -> bool:
+    """The refresh's recomputation of one answer, under the same lock as a
+    reader's (readers meanwhile are served the previous answer, see
+    ``fetch_or_compute``); nothing is computed if a reader's recomputation
+    made it current meanwhile.  True if it computed."""
+    lock = _lock_key(name, args)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [lock])
+    try:
+        found = fetch(name, args)
+        if found is not None and found[1].current:
+            return False
+        compute_and_store(name, fn, args)
+        return True
+    finally:
+        _unlock(lock)
+
+
+def _lock_key(name: str, args: tuple) -> int:
+    """A bigint key of the answer's own (the refresh's lock is one number,
+    REFRESH_LOCK, a collision with which would only make one wait)."""
+    _text, digest = _digest(args)
+    key = hashlib.sha256(f"{name}|{digest}".encode()).digest()[:8]
+    return int.from_bytes(key, signed=True)
+
+
+def _try_lock(lock: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock])
+        return cursor.fetchone()[0]
+
+
+def _wait_lock(lock: int, seconds: float) -> bool:
+    """Take the lock, waiting at most ``seconds``; True if taken."""
+    deadline = time.monotonic() + seconds
+    while not _try_lock(lock):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_WAIT_STEP_S)
+    return True
+
+
+def _unlock(lock: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s)", [lock])
+
+
+def _previous(name: str, args: tuple, without):
+    """(answer, Freshness) stored before the last removal, for a reader
+    while it is computed again: the runs removed since left out by
+    ``without``; as it was, ``updating``, for an answer without one.  None
+    if there is none, or if ``without`` cannot leave every removed run out
+    (a removal that named no run, or ``without`` returned None)."""
+    _text, digest = _digest(args)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.answer, s.version, s.computed, s.runs, "
+            "ARRAY(SELECT r.run_id FROM results_removedrun r "
+            "WHERE r.version > s.version) "
+            "FROM results_answersummary s WHERE s.name = %s AND s.digest = %s",
+            [name, digest],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    text, version, computed, runs, removed = row
+    answer = json.loads(text)
+    if without is not None:
+        if None in removed:
+            return None
+        answer = without(answer, set(removed))
+        if answer is None:
+            return None
+    return answer, Freshness(computed, runs, version, False, updating=True)
 
 
 def compute_and_store(name: str, fn, args: tuple):
@@ -232,4 +329,8 @@ def freshness_of(*found) -> dict | None:
     if not known:
         return None
     oldest = min(known, key=lambda f: (f["data_version"], f["as_of"]))
-    return {**oldest, "current": all(f["current"] for f in known)}
+    return {
+        **oldest,
+        "current": all(f["current"] for f in known),
+        "updating": any(f.get("updating") for f in known),
+    }

@@ -56,12 +56,15 @@ class Answer:
         compute: str,
         version: int,
         defaults: Iterable[tuple] | Callable[[], Iterable[tuple]] = (),
+        without: str | None = None,
     ):
         self.name = name
         self.path = compute
         self.version = version
         self._defaults = defaults
+        self._without_path = without
         self._live = None
+        self._without = None
 
     def __repr__(self) -> str:
         return f"<answer {self.key}: {self.path}>"
@@ -79,6 +82,16 @@ class Answer:
             self._live = getattr(importlib.import_module(module), attr)
         return self._live
 
+    @property
+    def without(self) -> Callable | None:
+        """``without(answer, run_ids)``: a stored answer with those runs left
+        out, or None if it cannot be; None for an answer that names no run
+        (it only counts and summarises them)."""
+        if self._without is None and self._without_path:
+            module, _, attr = self._without_path.partition(":")
+            self._without = getattr(importlib.import_module(module), attr)
+        return self._without
+
     def defaults(self) -> list[tuple]:
         found = self._defaults() if callable(self._defaults) else self._defaults
         return [tuple(args) for args in found]
@@ -89,7 +102,7 @@ class Answer:
         computed in that snapshot instead (Freshness None)."""
         if answer_cache.computing():
             return self.live(*args), None
-        return answer_cache.fetch_or_compute(self.key, self.live, args)
+        return answer_cache.fetch_or_compute(self.key, self.live, args, self.without)
 
     def __call__(self, *args):
         return self.with_freshness(*args)[0]
@@ -98,11 +111,18 @@ class Answer:
 CATALOGUE: dict[str, Answer] = {}
 
 
-def declare(name: str, compute: str, version: int, defaults=()) -> Answer:
-    """Add an answer to the catalogue (once per name)."""
+def declare(
+    name: str, compute: str, version: int, defaults=(), without: str | None = None
+) -> Answer:
+    """Add an answer to the catalogue (once per name).  An answer that names
+    runs (their ids, for a page to show them) declares ``without``, the
+    ``"module:function"`` that leaves removed runs out of it: while it is
+    computed again after a removal, readers are served that
+    (``answer_cache.fetch_or_compute``); one that only counts and summarises
+    runs is served as it was, said to be updating."""
     if name in CATALOGUE:
         raise ValueError(f"answer {name!r} is declared twice")
-    CATALOGUE[name] = answer = Answer(name, compute, version, defaults)
+    CATALOGUE[name] = answer = Answer(name, compute, version, defaults, without)
     return answer
 
 
@@ -203,6 +223,7 @@ cache_mode_group_page = declare(
     "benchdb.results.reads:cache_mode_group_page",
     version=1,
     defaults=[(1,)],
+    without="benchdb.results.summaries:cache_mode_pages_without",
 )
 
 # Similar systems and aggregates (results.compare) ----------------------------

@@ -544,7 +544,7 @@ def retag(run: Run, tags: dict) -> Run:
         run.suspect_reasons = reasons
         run.save()
         # New facets can take a listed run out of a population.
-        refresh.announce(removal=listed)
+        refresh.announce(removal=listed, run=run.pk)
     return run
 
 

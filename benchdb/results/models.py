@@ -497,7 +497,7 @@ class Run(models.Model):
             raise ValueError(f"unknown moderation action {action!r}")
         with transaction.atomic():
             self.save()
-            refresh.announce(removal=listed)
+            refresh.announce(removal=listed, run=self.pk)
 
     def is_visible_to(self, user=None, owner_key: str = "") -> bool:
         """``readable_q`` for a loaded row: may ``user`` open this run?"""
@@ -838,6 +838,26 @@ class DataVersion(models.Model):
 
     def __str__(self) -> str:
         return f"data version {self.version} (removed at {self.removed})"
+
+
+class RemovedRun(models.Model):
+    """A listed run that a write function took out of the populations
+    (``refresh.announce``), at the data version of that write: what a stored
+    answer computed before it must leave out while it is computed again
+    (``answer_cache.fetch_or_compute``).  ``run_id`` is None when the write
+    could not name the run.  Not a foreign key: a deleted run stays named.
+    Kept while an answer stored before it may still be served
+    (``refresh``)."""
+
+    version = models.BigIntegerField(db_index=True)
+    run_id = models.BigIntegerField(null=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        db_table = "results_removedrun"
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} removed at version {self.version}"
 
 
 class AnswerSummary(models.Model):

@@ -38,17 +38,17 @@ def edit_run(run: Run, changes: dict) -> Run:
             ingest.retag(run, tags)
         # Its title (free-text search), visibility or tags may have taken a
         # listed run out of a population.
-        refresh.announce(removal=listed)
+        refresh.announce(removal=listed, run=run.pk)
     return run
 
 
 def delete_run(run: Run) -> None:
     """Delete the run with its results and raw outputs; saved comparisons
     and guests that named it say it is gone (``reads.saved_comparison``)."""
-    listed = run.is_listed()
+    listed, pk = run.is_listed(), run.pk
     with transaction.atomic():
         run.delete()
-        refresh.announce(removal=listed)
+        refresh.announce(removal=listed, run=pk)
 
 
 def claim_run(run: Run, user, key: str) -> bool:

@@ -52,6 +52,9 @@ def _delay() -> float:
 # A queued refresh not started this long after its delay lost its message,
 # unless a refresh is running (one queued behind it waits, it is not lost).
 LOST_AFTER_S = 60
+# A removal is logged at least this long, longer than any computation of a
+# stored answer: one that started before it may be stored after it.
+REMOVALS_KEPT = timedelta(hours=1)
 # pg_advisory_lock key held by the refresh that runs ("bdbr").
 REFRESH_LOCK = 0x62646272
 _RUNNING = (
@@ -136,7 +139,7 @@ def recover() -> bool:
     return queued
 
 
-def announce(removal: bool) -> None:
+def announce(removal: bool, run: int | None = None) -> None:
     """What a write function (store, moderate, claim, retag, edit, delete)
     calls once it has written, inside its transaction: the data changed.
 
@@ -148,15 +151,27 @@ def announce(removal: bool) -> None:
     stays locked until the commit: write functions announce last.  (The
     database's backstop trigger, migration 0018, bumps the version once more
     at the commit: it is there for writes outside these functions.)
+    ``run``: the id of the run a removal took out, logged with the new
+    version (``results_removedrun``) so readers are served the previous
+    answers without it while they are computed again
+    (``answer_cache.fetch_or_compute``); None if the write cannot name it.
     """
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO results_dataversion AS v (id, version, removed, changed) "
             "VALUES (1, 1, %(removed)s, clock_timestamp()) ON CONFLICT (id) DO "
             "UPDATE SET version = v.version + 1, changed = EXCLUDED.changed, "
-            "removed = CASE WHEN %(removal)s THEN v.version + 1 ELSE v.removed END",
+            "removed = CASE WHEN %(removal)s THEN v.version + 1 ELSE v.removed END "
+            "RETURNING version",
             {"removal": removal, "removed": 1 if removal else 0},
         )
+        version = cursor.fetchone()[0]
+        if removal:
+            cursor.execute(
+                "INSERT INTO results_removedrun (version, run_id, at) "
+                "VALUES (%s, %s, clock_timestamp())",
+                [version, run],
+            )
     schedule_on_commit()
 
 
@@ -221,11 +236,20 @@ def _refresh(limit: int) -> dict:
             ],
         )
         dropped = cursor.rowcount
+        # Removals no stored answer is older than (readers leave them out of
+        # the answers stored before them), once older than any computation
+        # (one stored meanwhile may have started before them).
+        cursor.execute(
+            "DELETE FROM results_removedrun WHERE at < clock_timestamp() - %s "
+            "AND version <= (SELECT coalesce(min(s.version), v.version) "
+            "FROM results_dataversion v LEFT JOIN results_answersummary s "
+            "ON TRUE WHERE v.id = 1 GROUP BY v.version)",
+            [REMOVALS_KEPT],
+        )
     done = 0
     for answer, args in default_answers():
         if not _current(answer.key, args):
-            answer_cache.compute_and_store(answer.key, answer.live, args)
-            done += 1
+            done += answer_cache.recompute(answer.key, answer.live, args)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT s.name, s.args FROM results_answersummary s, "
@@ -241,7 +265,9 @@ def _refresh(limit: int) -> dict:
             skipped += 1
             continue
         try:
-            answer_cache.compute_and_store(name, answer.live, tuple(json.loads(text)))
+            computed = answer_cache.recompute(
+                name, answer.live, tuple(json.loads(text))
+            )
         except ValueError as exc:  # filters no longer valid, etc.
             log.info("stored answer %s %s dropped: %s", name, text, exc)
             with connection.cursor() as cursor:
@@ -250,7 +276,7 @@ def _refresh(limit: int) -> dict:
                     [name, text],
                 )
             continue
-        done += 1
+        done += computed
     seconds = time.perf_counter() - start
     log.info(
         "summary refresh: %d answers in %.2f s (%d dropped)", done, seconds, dropped

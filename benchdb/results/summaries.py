@@ -339,6 +339,20 @@ def cache_mode_group_ids(
     return list(members.values()), total
 
 
+def cache_mode_pages_without(answer: list, removed: set[int]) -> list:
+    """A stored ``cache_mode_group_ids`` page ([groups, total], as
+    ``reads.cache_mode_group_page`` stores it) without the removed runs: a
+    group left with one cache mode is no group (and no longer counted).
+    Served while the page is computed again after a removal."""
+    pages, total = answer
+    kept = []
+    for by_mode in pages:
+        left = {m: rid for m, rid in by_mode.items() if rid not in removed}
+        if len(left) > 1:
+            kept.append(left)
+    return [kept, total - (len(pages) - len(kept))]
+
+
 def cache_mode_groups_of(pages: list[dict[str, int]]) -> list[dict]:
     """The groups ``cache_mode_group_ids`` named, with their runs (one query)."""
     ids = [rid for m in pages for rid in m.values()]

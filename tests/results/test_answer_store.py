@@ -311,21 +311,26 @@ def _bundle() -> dict:
     return bundle
 
 
+def counted_guest(test_id: str) -> Run:
+    """A guest that counts in the overhead answers of ``test_id``: listed,
+    not suspect, paired with a listed host that is not suspect."""
+    return (
+        Run.objects.listed()
+        .filter(role="guest", suspect=False, baseline__isnull=False)
+        .filter(baseline__in=Run.objects.listed().filter(suspect=False))
+        .filter(results__test_id=test_id)
+        .order_by("id")
+        .first()
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("how", ["hide", "private", "delete"])
 def test_a_removed_run_never_appears_once_committed(how):
     generate(systems=12)
     w = answers.workloads("overhead")[0]
     before, _ = answers.overhead_answer.with_freshness({}, w)
-    # A guest that counts in the stored answer.
-    guest = (
-        Run.objects.listed()
-        .filter(role="guest", suspect=False, baseline__isnull=False)
-        .filter(baseline__in=Run.objects.listed().filter(suspect=False))
-        .filter(results__test_id=w["test_id"])
-        .order_by("id")
-        .first()
-    )
+    guest = counted_guest(w["test_id"])
     from benchdb.results.owning import delete_run, edit_run
 
     run = Run.objects.get(pk=guest.pk)
