@@ -4,7 +4,7 @@
 #            reference data; a one-shot service, so migrations run once and
 #            not in every web or worker container
 #   web      gunicorn (also what `manage.py serve` runs)
-#   worker   a Celery worker (ingest and the other tasks)
+#   worker   a Celery worker (ingest and the other tasks: queue celery)
 #   refresh  the Celery worker of the summary refresh alone (its own queue,
 #            one at a time, so ingest never waits behind it); run one
 #   beat     Celery beat (the periodic public dump); run exactly one
@@ -45,9 +45,12 @@ web)
     ;;
 worker)
     # A pool process is replaced after 100 tasks: its memory grows with the
-    # bundles it parsed (140 -> 188 MB over 1,215 ingests).
+    # bundles it parsed (140 -> 188 MB over 1,215 ingests).  Only the default
+    # queue (ingest and the other tasks): the summary refresh is the
+    # refresh role's, so the two never compete for one pool.
     exec python -m celery -A benchdb worker \
         --loglevel "${LOG_LEVEL:-INFO}" \
+        --queues celery \
         --concurrency "${CELERY_WORKER_CONCURRENCY:-2}" \
         --max-tasks-per-child "${CELERY_WORKER_MAX_TASKS_PER_CHILD:-100}" \
         --hostname "worker@%h" \

@@ -192,3 +192,30 @@ def test_the_example_trusts_only_the_proxy_it_ships(config):
     assert "NUM_PROXIES" not in env  # walking trusted hops, not counting them
     # nginx believes X-Forwarded-Proto from that gateway (the host) only.
     assert f"{subnet['gateway']} 1;" in (DOCKER / "nginx.conf").read_text()
+
+
+def role_queues() -> dict[str, set[str]]:
+    """The queues each Celery worker role of docker/entrypoint.sh consumes
+    (its ``--queues``)."""
+    text = (DOCKER / "entrypoint.sh").read_text()
+    roles = {}
+    for role, body in re.findall(r"^(\w+)\)\n(.*?)\n    ;;", text, re.M | re.S):
+        if "celery -A benchdb worker" in body:
+            found = re.findall(r"--queues (\S+)", body)
+            roles[role] = {q for value in found for q in value.split(",")}
+    return roles
+
+
+def test_ingest_and_the_refresh_never_compete_for_one_pool(config):
+    """Compose's worker and refresh roles each name their queues: the
+    refresh's queue (settings.CELERY_TASK_ROUTES) is consumed by the refresh
+    role alone, every other task's (the default queue) by the worker."""
+    from django.conf import settings
+
+    assert config["services"]["worker"]["command"] == ["worker"]
+    assert config["services"]["refresh"]["command"] == ["refresh"]
+    roles = role_queues()
+    default = getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery")
+    routed = {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()}
+    assert roles == {"worker": {default}, "refresh": routed}
+    assert default not in routed
