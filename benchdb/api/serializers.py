@@ -247,6 +247,15 @@ class RunListSerializer(serializers.ModelSerializer):
         )
 
 
+# What every interval's flag says (``stats.too_wide``: the one rule).
+TOO_WIDE_HELP = (
+    "The interval is too wide to estimate anything: its lower bound at or "
+    "below zero, or its upper bound more than 10 times its lower. Pages show "
+    "'too noisy to estimate' and exports leave the interval empty; the bounds "
+    "here stay as computed."
+)
+
+
 class StatSerializer(serializers.Serializer):
     n = serializers.IntegerField()
     mean = serializers.FloatField(
@@ -260,6 +269,7 @@ class StatSerializer(serializers.Serializer):
     ci95_high = serializers.FloatField(
         allow_null=True, help_text="95% interval of gmean (log scale), 3+ repeats."
     )
+    ci95_too_wide = serializers.BooleanField(help_text=TOO_WIDE_HELP)
     cv = serializers.FloatField(allow_null=True)
     min = serializers.FloatField(allow_null=True)
     max = serializers.FloatField(allow_null=True)
@@ -489,15 +499,6 @@ class CompareQuerySerializer(serializers.Serializer):
         except reads.ReadError as exc:
             raise serializers.ValidationError(exc.message) from None
         return ids
-
-
-# What every interval's flag says (``stats.too_wide``: the one rule).
-TOO_WIDE_HELP = (
-    "The interval is too wide to estimate anything: its lower bound at or "
-    "below zero, or its upper bound more than 10 times its lower. Pages show "
-    "'too noisy to estimate' and exports leave the interval empty; the bounds "
-    "here stay as computed."
-)
 
 
 class CompareEntrySerializer(serializers.Serializer):

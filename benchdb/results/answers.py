@@ -179,13 +179,13 @@ cache_mode_ranking = declare(
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
-    version=5,
+    version=6,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
-    version=5,
+    version=6,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
 )
 

@@ -78,7 +78,8 @@ def pair_overheads(pairs: Sequence[tuple]) -> list[dict]:
 # the metrics): a stored overhead of another version is stale, read as absent
 # (computed again on each request, with today's formula, so a comparison
 # never mixes the two), until ``manage.py store_overheads`` recomputes it.
-OVERHEAD_VERSION = 1
+# 2: a too-wide interval's text says so instead of its bounds (``too_wide``).
+OVERHEAD_VERSION = 2
 OVERHEAD_FIELDS = (
     *("ratio", "low", "high", "p", "n_guest", "n_host", "percent", "slower"),
     "text",

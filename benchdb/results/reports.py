@@ -343,6 +343,9 @@ def _overhead_verdict(over: dict, metric: str) -> dict:
         "percent": over.get("percent"),
         "verdict": stats.CANNOT_TELL,
         "text": "",
+        # The interval too wide to mean anything (``stats.too_wide``): the
+        # page says so instead of its bounds.
+        "too_noisy": stats.too_wide(over.get("ci95_low"), over.get("ci95_high")),
         # Above 1× on a higher-is-better figure (below on a time): the guest
         # beat bare metal, which the page explains (ABOVE_HOST).
         "above_host": beats_host(over.get("median"), metric),
@@ -356,7 +359,10 @@ def _overhead_verdict(over: dict, metric: str) -> dict:
             f"(at least {stats.MIN_REPEATS})"
         )
         return out
-    ci = f"95% CI {out['low']:.2f}–{out['high']:.2f}× host"
+    if out["too_noisy"]:
+        ci = f"95% interval {stats.too_noisy_text(out['runs'], 'pair')}"
+    else:
+        ci = f"95% CI {out['low']:.2f}–{out['high']:.2f}× host"
     lo_band, hi_band = stats.equivalence_band(margin)
     if out["low"] > 1.0 or out["high"] < 1.0:
         up = out["ratio"] > 1.0

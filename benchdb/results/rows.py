@@ -27,6 +27,7 @@ from typing import Any, TypedDict
 
 from benchdb.results.metrics import METRIC_COLUMNS
 from benchdb.results.models import METRIC_FIELDS
+from benchdb.results.stats import too_wide
 from benchdb.results.vocab import RUN_ENVIRONMENT
 
 _UTC = datetime.UTC
@@ -343,10 +344,30 @@ def result_row(
     ``res.raw_formats`` from ``reads.attach_repeats``), and its guest/host
     figures against the baseline's result of the same comparability key."""
     out = fields(values_of(res, RESULT_PATHS), RESULT_FIELDS)
-    out["stats"] = (res.stats or {}).get("directions", {})
+    out["stats"] = result_stats((res.stats or {}).get("directions", {}))
     out["repeats"] = result_repeats(res)
     out["overhead"] = result_overhead(res, baseline_results or {}, overheads or {})
     return out
+
+
+def result_stats(directions: dict) -> dict:
+    """A result's statistics (direction -> metric -> summary) with each
+    summary's ``ci95_too_wide``: its interval too wide to estimate anything
+    (``stats.too_wide``, the rule every page and the agent's table use)."""
+    return {
+        direction: {
+            metric: {
+                **summary,
+                "ci95_too_wide": too_wide(
+                    summary.get("ci95_low"), summary.get("ci95_high")
+                ),
+            }
+            if isinstance(summary, dict)
+            else summary
+            for metric, summary in (per_metric or {}).items()
+        }
+        for direction, per_metric in directions.items()
+    }
 
 
 def result_repeats(res) -> list[dict]:

@@ -486,7 +486,13 @@ def overhead_of(r: dict, higher_is_better: bool | None) -> dict:
     if r["low"] is None:
         out["text"] = f"guest {r['ratio']:.2f}× host ({NOT_ENOUGH})"
         return out
-    out["text"] = f"guest {r['ratio']:.2f}× host (CI {r['low']:.2f}…{r['high']:.2f})"
+    if too_wide(r["low"], r["high"]):
+        n = min(r["n_other"] or 0, r["n_reference"] or 0)
+        out["text"] = f"guest ÷ host {too_noisy_text(n)}"
+    else:
+        out["text"] = (
+            f"guest {r['ratio']:.2f}× host (CI {r['low']:.2f}…{r['high']:.2f})"
+        )
     if r["p"] is not None and r["p"] < ALPHA and higher_is_better is not None:
         out["slower"] = (r["ratio"] < 1.0) if higher_is_better else (r["ratio"] > 1.0)
     return out

@@ -21,6 +21,7 @@ from django.utils.timezone import template_localtime
 
 from benchdb.results import vocab
 from benchdb.results.metrics import main_metric
+from benchdb.results.stats import too_noisy_text, too_wide
 from benchdb.web.templatetags.benchdb_format import (
     human,
     interval_text,
@@ -599,12 +600,16 @@ def headlines(rows: list[dict]) -> list[dict]:
 
 def overhead_cell(overhead: dict | None) -> str:
     """The list column's text: "−38.0% (−42.1…−33.6%)", or "n/a" and why
-    when there is no interval (fewer than 3 repeats on a side), never a bare
-    figure that looks certain."""
+    when there is no interval (fewer than 3 repeats on a side), or "too
+    noisy to estimate (n repeats)" when the interval is too wide to mean
+    anything (``stats.too_wide``), never a bare figure that looks certain."""
     if not overhead or overhead.get("ratio") is None:
         return "—"
     if overhead.get("low") is None:
         return f"n/a ({NOT_ENOUGH_SHORT})"
+    if too_wide(overhead["low"], overhead["high"]):
+        n = min(overhead.get("n_guest") or 0, overhead.get("n_host") or 0)
+        return too_noisy_text(n)
     low = (overhead["low"] - 1) * 100
     high = (overhead["high"] - 1) * 100
     return f"{overhead['percent']:+.1f}% ({low:+.1f}…{high:+.1f}%)"

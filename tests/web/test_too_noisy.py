@@ -3,7 +3,7 @@ rule (``stats.too_wide``); a run that loses flushed data is never "better"."""
 
 from __future__ import annotations
 
-from benchdb.results import stats
+from benchdb.results import reports, stats
 from benchdb.web import present
 from benchdb.web.templatetags import benchdb_format as fmt
 
@@ -55,3 +55,28 @@ def test_unsafe_is_never_better():
     assert present.mark(faster, False) == "▲ better"
     assert present.mark(faster, False, unsafe=True) == present.UNSAFE_FASTER
     assert "better" not in present.UNSAFE_FASTER and "▲" not in present.UNSAFE_FASTER
+
+
+def test_overheads_say_it_instead_of_the_bounds():
+    """A guest ÷ host interval too wide to mean anything: the run page's and
+    the run-by-run table's text (``stats.overhead_of``), the browse list's
+    cell and the overhead report's answer say so, with their repeats."""
+    wide = stats.overhead([1.0, 100.0, 10_000.0], [2.0, 150.0, 9_000.0], True)
+    assert wide["text"] == "guest ÷ host too noisy to estimate (3 repeats)"
+    assert present.overhead_cell(wide) == "too noisy to estimate (3 repeats)"
+    narrow = stats.overhead([90.0, 91.0, 89.0], [100.0, 101.0, 99.0], True)
+    assert "CI 0.8" in narrow["text"]
+    assert present.overhead_cell(narrow).startswith("-10.0% (")
+
+    over = {"runs": 4, "systems": 2, "median": 0.6, "percent": -40.0}
+    answer = reports._overhead_verdict(
+        {**over, "ci95_low": 0.015, "ci95_high": 2383.99}, "iops"
+    )
+    assert answer["too_noisy"]
+    assert "too noisy to estimate (4 pairs)" in answer["text"]
+    assert "CI" not in answer["text"]
+    steady = reports._overhead_verdict(
+        {**over, "ci95_low": 0.55, "ci95_high": 0.65}, "iops"
+    )
+    assert not steady["too_noisy"] and "95% CI 0.55–0.65× host" in steady["text"]
+    assert fmt.too_noisy_text_filter(4, "pair") == "too noisy to estimate (4 pairs)"

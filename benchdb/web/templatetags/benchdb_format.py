@@ -130,6 +130,13 @@ def too_noisy_filter(summary) -> bool:
     return too_noisy(summary)
 
 
+@register.filter(name="too_noisy_text")
+def too_noisy_text_filter(n, unit: str = "repeat") -> str:
+    """``{{ n|too_noisy_text:"pair" }}``: what a too-wide interval shows
+    instead of its bounds, "too noisy to estimate (4 pairs)"."""
+    return stats.too_noisy_text(n, unit)
+
+
 @register.filter
 def metric_name(key) -> str:
     return metric_words(key)
