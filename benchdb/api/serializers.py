@@ -207,6 +207,7 @@ RUN_LIST_FIELDS = [
     "visibility",
     "pair_id",
     "sweep_id",
+    "virtual_host",
     "baseline",
     "suspect",
     "suspect_reasons",
@@ -231,6 +232,13 @@ class RunListSerializer(serializers.ModelSerializer):
         "open it.",
     )
     suspect_reasons = serializers.ListField(child=serializers.CharField())
+    virtual_host = serializers.BooleanField(
+        read_only=True,
+        help_text="A host run made inside a VM (the agent's --role host "
+        "--allow-virtual-host): its own guests are paired with it, but it is "
+        "never a bare-metal baseline (the overhead report and population "
+        "answers leave it out).",
+    )
     owned = serializers.BooleanField(
         read_only=True, help_text="True when the run belongs to an account."
     )

@@ -436,10 +436,11 @@ def baseline_results(run: Run, user=None, owner_key: str = "") -> dict[str, Resu
 
 
 # What a run's page and detail read of its host baseline: whether the viewer
-# may open it and its name (``Run.__str__``), not its JSON and long text.
+# may open it, its name (``Run.__str__``) and whether it was made inside a VM
+# (the page says so), not its JSON and long text.
 BASELINE_SHOWN = (
     *BASELINE_READ,
-    *("title", "role", "cache_mode", "disk_bus", "image_format"),
+    *("title", "role", "cache_mode", "disk_bus", "image_format", "virtual_host"),
 )
 
 

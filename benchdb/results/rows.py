@@ -189,6 +189,7 @@ class RunRow(TypedDict):
     visibility: str
     pair_id: str
     sweep_id: str
+    virtual_host: bool
     baseline: int | None
     suspect: bool
     suspect_reasons: list[str] | None
@@ -222,6 +223,7 @@ RUN_FIELDS = {
     "agent_version": ("agent_version", None),
     "ran_at": ("ran_at", iso_datetime),
     **{name: (name, None) for name in ("source", "visibility", "pair_id", "sweep_id")},
+    "virtual_host": ("virtual_host", None),
     "suspect": ("suspect", None),
     "suspect_reasons": ("suspect_reasons", _strs),
     "hidden": ("hidden", None),
