@@ -215,6 +215,13 @@ if BENCHDB_COMPARISON_MEMO < 0:
         f"BENCHDB_COMPARISON_MEMO={BENCHDB_COMPARISON_MEMO}: expected a number "
         "of run figures, 0 (keep none) or more"
     )
+# Lists count their runs up to this many, then say "more than" it with
+# PostgreSQL's estimate (the API's count_capped and count_estimate, the
+# browse page's "about"), so no request counts every run of a long list:
+# benchdb/results/reads.py (bounded_count).
+BENCHDB_COUNT_CAP = envint("BENCHDB_COUNT_CAP", 10000)
+if BENCHDB_COUNT_CAP < 1:
+    raise ValueError(f"BENCHDB_COUNT_CAP={BENCHDB_COUNT_CAP}: expected 1 or more")
 
 # The API's throttles and the sign-in limits count in the cache: with several
 # web processes they must share one (CACHE_URL=redis://...); without it each

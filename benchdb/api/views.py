@@ -93,12 +93,59 @@ def error_responses(*codes: int) -> dict:
 
 
 class StablePagination(PageNumberPagination):
-    """Page numbers over a queryset that is always fully ordered."""
+    """Page numbers over a queryset that is always fully ordered.  The rows
+    are counted up to a cap (``reads.IdPaginator``, ``BENCHDB_COUNT_CAP``):
+    ``count`` is exact below it and null above it, ``count_capped`` says
+    which, and ``count_estimate`` is the count or, above the cap,
+    PostgreSQL's estimate."""
 
     page_size_query_param = "page_size"
     max_page_size = 500
     # Ids first, then the page's rows (reads.IdPaginator).
     django_paginator_class = reads.IdPaginator
+
+    def get_paginated_response(self, data):
+        paginator = self.page.paginator
+        return Response(
+            {
+                "count": None if paginator.capped else paginator.count,
+                "count_capped": paginator.capped,
+                "count_estimate": paginator.estimate,
+                "next": self.get_next_link(),
+                "previous": self.get_previous_link(),
+                "results": data,
+            }
+        )
+
+    def get_paginated_response_schema(self, schema):
+        answer = super().get_paginated_response_schema(schema)
+        props = answer["properties"]
+        cap = settings.BENCHDB_COUNT_CAP
+        props["count"] = {
+            "type": "integer",
+            "nullable": True,
+            "example": 123,
+            "description": f"The rows listed, exact up to the cap ({cap}, "
+            "BENCHDB_COUNT_CAP); null above it (count_capped).",
+        }
+        props["count_capped"] = {
+            "type": "boolean",
+            "description": "True when the list holds more rows than the cap: "
+            "count is null, count_estimate is PostgreSQL's estimate.",
+        }
+        props["count_estimate"] = {
+            "type": "integer",
+            "example": 123,
+            "description": "count when exact; above the cap, PostgreSQL's "
+            "estimate of the rows (never below the cap).",
+        }
+        answer["properties"] = {
+            name: props[name]
+            for name in ("count", "count_capped", "count_estimate", *props)
+            if name in props
+        }
+        answer["required"] = list(answer["properties"])
+        return answer
 
 
 class RunListPagination(StablePagination):

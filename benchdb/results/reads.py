@@ -28,8 +28,10 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
-from django.core.paginator import Paginator
+from django.conf import settings
+from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     Count,
@@ -189,6 +191,44 @@ def list_page_rows(ids: QuerySet) -> RunQuerySet:
     return list_columns(Run.objects.for_list().filter(pk__in=ids))
 
 
+def count_cap() -> int:
+    """How many rows a list counts before it says "more than" (settings'
+    ``BENCHDB_COUNT_CAP``, read at each call: tests lower it)."""
+    return settings.BENCHDB_COUNT_CAP
+
+
+def bounded_count(qs: QuerySet, cap: int) -> int:
+    """The rows of ``qs`` counted up to ``cap + 1`` (``SELECT count(*) FROM
+    (SELECT id ... LIMIT cap + 1)``): a count costs what the cap does, not
+    what the list's length does; ``cap + 1`` means "more than ``cap``"."""
+    return qs.order_by().values("pk")[: cap + 1].count()
+
+
+def estimated_count(qs: QuerySet) -> int:
+    """PostgreSQL's estimate of the rows of ``qs`` (the planner's, from
+    ``EXPLAIN``: no row is read).  It can be far off with several filters:
+    shown as "about", never as a count."""
+    sql, params = qs.order_by().values("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+        plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+class CappedPage(Page):
+    """A page of a list counted past its cap: whether a next page exists is
+    read with the page (one row more), not from the count."""
+
+    def __init__(self, object_list, number, paginator, *, more: bool):
+        super().__init__(object_list, number, paginator)
+        self.more = more
+
+    def has_next(self) -> bool:
+        return self.more
+
+
 class IdPaginator(Paginator):
     """A page in one query of two steps: the page's ids from the ordered,
     filtered query without its joins and wide columns (an index-only scan of
@@ -206,17 +246,75 @@ class IdPaginator(Paginator):
     own query limited to the ids.
 
     ``read``: the page's rows as its list holds them (``list_rows`` for the
-    API's run list); model instances without it."""
+    API's run list); model instances without it.
+
+    The count is bounded (``bounded_count`` up to ``count_cap()``): past the
+    cap, ``capped`` is true, ``estimate`` is PostgreSQL's estimate (never
+    below the cap), any page number may be asked for (one without rows is
+    ``EmptyPage``) and a page knows whether another follows by reading one
+    row more (``CappedPage``)."""
 
     def __init__(self, object_list, per_page, *, rows=None, read=list, **kwargs):
         super().__init__(object_list, per_page, **kwargs)
         self.rows = rows
         self.read = read
+        self.cap = count_cap()
+
+    # Whether ``count`` was counted up to the cap (else given, exact).
+    bounded = True
+
+    @cached_property
+    def count(self) -> int:
+        return bounded_count(self.object_list, self.cap)
+
+    def given_count(self, count: int, *, bounded: bool) -> None:
+        """The count, known already: exact, or counted up to the cap (the
+        browse page's facet counts)."""
+        self.count, self.bounded = count, bounded
+
+    @property
+    def capped(self) -> bool:
+        return self.bounded and self.count > self.cap
+
+    @cached_property
+    def estimate(self) -> int:
+        """The count when exact, else PostgreSQL's estimate (one EXPLAIN)."""
+        if not self.capped:
+            return self.count
+        return max(estimated_count(self.object_list), self.count)
+
+    def validate_number(self, number):
+        if not self.capped:
+            return super().validate_number(number)
+        # Past the cap the last page is not known: any page from the first.
+        try:
+            if isinstance(number, float) and not number.is_integer():
+                raise ValueError
+            number = int(number)
+        except (TypeError, ValueError):
+            raise PageNotAnInteger(self.error_messages["invalid_page"]) from None
+        if number < 1:
+            raise EmptyPage(self.error_messages["min_page"])
+        return number
+
+    def get_page(self, number):
+        try:
+            return super().get_page(number)
+        except EmptyPage:
+            # Past the end of a capped list: the last page the count knows.
+            return self.page(self.num_pages)
 
     def page(self, number):
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
         top = bottom + self.per_page
+        if self.capped:
+            ids = self.object_list.values("pk")[bottom : top + 1]
+            rows = self.read(self.rows_of(ids))
+            if not rows and number > 1:
+                raise EmptyPage(self.error_messages["no_results"])
+            more = len(rows) > self.per_page
+            return CappedPage(rows[: self.per_page], number, self, more=more)
         if top + self.orphans >= self.count:
             top = self.count
         ids = self.object_list.values("pk")[bottom:top]
@@ -314,12 +412,12 @@ def order_by_headline(qs: RunQuerySet, ordering: str) -> RunQuerySet:
     return qs.order_by(expr, "-id")
 
 
-def browse_page(qs: RunQuerySet, ordering: str, number, count: int | None = None):
+def browse_page(qs: RunQuerySet, ordering: str, number, total: Total | None = None):
     """A page of the browse list (``browse``'s runs): 50 runs by ids first
     (``IdPaginator``), with their headline figures, the overhead of the 4K
     figure against a listed host baseline (``browse_overheads``) and hosts
     labelled by their guests' platform (``label_host_platforms``).
-    ``count``: the list's length when known already (the facets' total)."""
+    ``total``: the list's length when known already (``facets_and_total``)."""
     matches = headline_results()
     qs = with_headlines(qs, matches)
     if ordering.lstrip("-") in BROWSE_HEADLINES:
@@ -327,8 +425,8 @@ def browse_page(qs: RunQuerySet, ordering: str, number, count: int | None = None
     paginator = IdPaginator(
         qs, 50, rows=lambda ids: with_headlines(list_page_rows(ids), matches)
     )
-    if count is not None:
-        paginator.count = count  # cached_property: no count query of its own
+    if total is not None and total.runs is not None:
+        paginator.given_count(total.runs, bounded=total.bounded)
     page = paginator.get_page(number)
     browse_overheads(page)
     label_host_platforms([r for r in page if r.role == Role.HOST])
@@ -630,25 +728,35 @@ def _stored_facet_counts() -> tuple[dict[str, dict], object]:
     return {name: dict(map(tuple, pairs)) for name, pairs in stored.items()}, found
 
 
+@dataclass(frozen=True)
+class Total:
+    """The runs a browse list holds: ``runs`` (None when not known from the
+    facet counts), exact unless ``bounded`` (counted up to the cap: more than
+    the cap when above it)."""
+
+    runs: int | None
+    bounded: bool
+
+
 def facets_and_total(
     params,
     user=None,
     owner_key: str = "",
     *,
     filterset: RunFilterSet | None = None,
-) -> tuple[list[dict], int | None, dict | None]:
-    """``facet_counts``, the number of runs ``params`` list and the counts'
-    freshness.  With filters, the counts are live and the number is read
-    from them (``summaries.rows_counted``) instead of a count of its own
-    (5 ms of /runs/ at 1M; None when every facet is chosen), freshness None;
-    but a chosen facet that is the only filter is counted over every listed
-    run, so its counts are the stored ones, with their freshness.
-    Without any, the counts are the stored ``listed_facet_counts`` with their
-    freshness, and the number is their sum over one facet (they are current:
-    stored, or computed live when older than the data), with no count of its
-    own.  ``filterset``: ``browse``'s
-    answer for ``params`` when the caller has it (the chosen facets' counts
-    reuse its validated values)."""
+) -> tuple[list[dict], Total, dict | None]:
+    """``facet_counts``, the number of runs ``params`` list (``Total``) and
+    the counts' freshness.  With filters, the counts are live over at most
+    ``count_cap() + 1`` runs and the number is read from them
+    (``summaries.rows_counted``, bounded: None when every facet is chosen)
+    instead of a count of its own, freshness None; but a chosen facet that
+    is the only filter is counted over every listed run, so its counts are
+    the stored ones, with their freshness.  Without any, the counts are the
+    stored ``listed_facet_counts`` with their freshness, and the number is
+    their sum over one facet, exact (they are current: stored, or computed
+    live when older than the data).  ``filterset``: ``browse``'s answer for
+    ``params`` when the caller has it (the chosen facets' counts reuse its
+    validated values)."""
     base = Run.objects.listed()
     unfiltered = not any(
         value
@@ -663,35 +771,51 @@ def facets_and_total(
         # Every listed run, read from its facet's counts (current: stored,
         # or computed live when the stored ones are older than the data), not
         # a count of every listed run on each request (147 ms at 3M results).
-        total = summaries.rows_counted(counts, {})
+        total = Total(summaries.rows_counted(counts, {}), bounded=False)
         return _facet_menu(params, counts), total, answer_cache.freshness_of(found)
     if filterset is None:
         filterset = browse(params, user, owner_key=owner_key)
-    filtered = filterset.qs
     all_facets = {**FACETS, **HARDWARE_FACETS}
     chosen = {
         name: filterset.qs_without(name, base) for name in all_facets if name in params
     }
     # A chosen facet with no other filter counts every listed run: the
     # stored counts of the page before anything is chosen (one facet picked,
-    # the most common browse: ?platform= spent 44 of its 110 ms of SQL at a
-    # million results counting what is stored).
+    # the most common browse).
     unfiltered = [n for n, qs in chosen.items() if qs.query.where == base.query.where]
     known, freshness = {}, None
     if unfiltered:
         stored, found = _stored_facet_counts()
         known = {n: stored[n] for n in unfiltered}
         freshness = answer_cache.freshness_of(found)
+    # Counted live over at most cap + 1 runs each (``bounded_runs``): exact
+    # below the cap; above it a facet's counts are lower bounds ("partial").
+    cap = count_cap()
+    filtered = bounded_runs(filterset.qs, cap)
+    chosen = {
+        n: qs if n in known else bounded_runs(qs, cap) for n, qs in chosen.items()
+    }
     # One GROUPING SETS query for every facet not chosen, one per chosen facet
     # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
     counts = summaries.facet_counts(base, filtered, chosen, known)
-    total = summaries.rows_counted(counts, chosen)
-    return _facet_menu(params, counts), total, freshness
+    runs = summaries.rows_counted(counts, chosen)
+    partial = {
+        n for n, by in counts.items() if n not in known and sum(by.values()) > cap
+    }
+    menu = _facet_menu(params, counts, partial)
+    return menu, Total(runs, bounded=True), freshness
 
 
-def _facet_menu(params, counts: dict[str, dict]) -> list[dict]:
+def bounded_runs(qs: QuerySet, cap: int) -> RunQuerySet:
+    """At most ``cap + 1`` runs of ``qs`` (any of them), as a queryset that
+    can be grouped and counted: a count over them costs what the cap does."""
+    return Run.objects.filter(pk__in=qs.order_by().values("pk")[: cap + 1])
+
+
+def _facet_menu(params, counts: dict[str, dict], partial=frozenset()) -> list[dict]:
     """The browse menu from facet counts: per facet its values by count,
-    labelled, the chosen ones checked."""
+    labelled, the chosen ones checked; ``partial``: facets whose counts are
+    lower bounds (counted over the cap's runs of a longer list)."""
     all_facets = {**FACETS, **HARDWARE_FACETS}
     out = []
     for name, choices in all_facets.items():
@@ -705,6 +829,7 @@ def _facet_menu(params, counts: dict[str, dict]) -> list[dict]:
             {
                 "name": name,
                 "label": LABELS[name],
+                "partial": name in partial,
                 "options": [
                     {
                         "value": value,

@@ -205,3 +205,9 @@ def without(context, name: str, value: str = "") -> str:
     else:
         query.pop(name, None)
     return "?" + query.urlencode()
+
+
+@register.filter
+def thousands(value) -> str:
+    """A count with thousands separated: 10,000."""
+    return f"{int(value):,}" if value is not None else ""
