@@ -31,10 +31,9 @@ there: a worker killed before its ack lost the message.  Here:
 includes the case where the queue is full but the worker may not take more:
 with late acks and a prefetch of one message per process, a worker process
 that finishes a task has to wait for the main process's next poll before it
-gets another.  Measured with real bundles (``python -m bench --ingest``), the
-worker's processes sat idle 8-18 % of the time at a 10 ms interval, about 8 ms
-per task: that, not CPU, was the gap to Redis, whose event loop takes the next
-message as soon as the ack frees a slot.  Here an ack (or a reject) wakes the
+gets another: idle time per task, not CPU, was the gap to Redis, whose event
+loop takes the next message as soon as the ack frees a slot (bench/README.md,
+"The embedded broker woken by its acks").  Here an ack (or a reject) wakes the
 waiting ``drain_events`` at once.  The acks come from another thread of the
 same process (the prefork pool's result handler, since this transport has no
 asynchronous event loop), so a ``threading.Event`` is enough.  New messages

@@ -63,8 +63,8 @@ def postgres_settings(memory: int | None = None) -> dict[str, str]:
     - ``shared_buffers``: a quarter of the memory (PostgreSQL's own advice),
       at most 8 GiB: the rest is the kernel's page cache, which holds the same
       pages; past a few GiB a larger pool mostly holds them twice.  A new
-      comparison reads each of its results' pages: at 128 MB almost none of
-      a million results' 5 GiB are there.
+      comparison reads each of its results' pages: at PostgreSQL's default
+      almost none of a large database is there.
     - ``effective_cache_size``: three quarters of the memory: what the planner
       assumes the buffers and the page cache hold together (it allocates
       nothing); the default 4 GB makes it shy of index scans on larger
@@ -222,7 +222,7 @@ def broker_settings() -> tuple[str, dict]:
         # a message sent to an empty queue is seen; at kombu's default of 1 s
         # without that wake-up a worker process ingested at most one bundle a
         # second.  10 ms costs an idle worker a directory listing a hundred
-        # times a second (well under 1% of a core).
+        # times a second, a small share of a core.
         "polling_interval": float(os.environ.get("BROKER_POLLING_INTERVAL", "0.01")),
     }
     return "filesystem://", options

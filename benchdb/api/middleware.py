@@ -3,10 +3,10 @@
 A DRF response and its view reference each other (``view.response`` and
 ``renderer_context["response"]``), so the answer's data (the tree of dicts
 and lists a run detail or a comparison is made of, the statistics it
-shows) is freed only when the garbage collector finds the cycle: one of its
-passes took 3 ms in the middle of some later request, a full one 15 ms.
-Once the response is rendered those two references are dropped, and the
-response and its data go as soon as Django is done with them.
+shows) is freed only when the garbage collector finds the cycle, in a pass
+that lands in the middle of some later request.  Once the response is
+rendered those two references are dropped, and the response and its data
+go as soon as Django is done with them.
 """
 
 from __future__ import annotations

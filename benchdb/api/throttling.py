@@ -90,8 +90,8 @@ class WindowCounterThrottle(SimpleRateThrottle):
     DRF keeps each client's request times of the last period in one cache
     entry, read, trimmed, extended and written back whole by every request:
     at the anonymous rate (2,000/hour) up to 2,000 floats pickled both ways
-    per request (0.08 ms with the local cache, 18 KB to Redis and back), and
-    two processes writing back their own copies lose each other's requests.
+    per request, sent to Redis and back, and two processes writing back
+    their own copies lose each other's requests.
     Here a client has a counter per fixed window of the period, incremented
     atomically (``cache.incr``, atomic in Redis), and a request is allowed
     while the sliding-window estimate, the previous window's count weighted

@@ -476,8 +476,8 @@ class RunViewSet(
 
     def filter_queryset(self, queryset):
         # One run by its id with no query parameters: the filter set would
-        # filter nothing, but building and validating its form cost ~4 ms
-        # of a 25 ms detail.  With parameters it applies, as before.
+        # filter nothing, and building and validating its form is a large
+        # part of a detail's time.  With parameters it applies.
         if self.detail and not self.request.query_params:
             return queryset
         return super().filter_queryset(queryset)

@@ -40,8 +40,8 @@ from benchdb_agent import workload
 
 # What a comparison reads of each run: its label (``_run_label``, with what
 # ``Run.__str__`` names an untitled run by) and its baseline.  A caller that
-# needs nothing else reads only these (``reads.comparison``): the other 34
-# columns, JSON ones included, cost 0.75 ms of a 10-run API compare.
+# needs nothing else reads only these (``reads.comparison``), not the other
+# columns, JSON ones included.
 COMPARED_RUN_FIELDS = (
     *("id", "title", "role", "platform", "cache_mode", "storage_backend"),
     *("disk_bus", "image_format", "suite_version", "baseline", "created"),
@@ -453,9 +453,7 @@ def _fill_overheads(work: _Work) -> None:
 # ``MAIN_METRICS`` order (null where a metric has none), or null where
 # ingest stored no values (older results: rebuilt from measurements).  A
 # trigger writes the column from ``stats`` (migration 0013), so the rest of
-# the statistics JSON is neither read nor decompressed: the 480 results of
-# ten runs and their hosts at a million results took 3.6 ms of PostgreSQL
-# when these paths were read out of ``stats``, 0.5 now.
+# the statistics JSON is neither read nor decompressed.
 _RESULTS_SELECT = (
     'SELECT r.id, r.run_id, r.test_id, r.title, r."group", r.tool, '
     "r.comparability_key, r.main_values ->> 0, r.main_values -> 1, r.overhead, "
@@ -478,7 +476,7 @@ def _results_where(runs: list[Run]) -> tuple[str, list]:
         # checked).  The listed baselines as an array computed once (an
         # InitPlan), so the results are still read by an index scan on their
         # run: ``run IN (...) OR run IN (subquery)`` made PostgreSQL scan
-        # every result (0.3 s at a million results).
+        # every result.
         listed = Run.objects.listed().filter(pk__in=baseline_ids)
         sql, listed_params = listed.order_by().values("pk").query.sql_with_params()
         where += f" || ARRAY({sql})"

@@ -233,17 +233,15 @@ class IdPaginator(Paginator):
     """A page in one query of two steps: the page's ids from the ordered,
     filtered query without its joins and wide columns (an index-only scan of
     ``results_run_listed_idx`` for the default order), as a subquery, then
-    those rows in full, in the list's order.  One OFFSET over the listed
-    index instead of over the joined rows: page 200 of the list went from
-    166 ms to a few ms of SQL at 1M.  Counts and order are the queryset's
-    own.  (Asked as two queries, the ids' round trip and compilation were
-    about 1.3 ms of a filtered list's 12.)
+    those rows in full, in the list's order: one OFFSET over the listed
+    index instead of over the joined rows, whose cost grows with the page
+    number.  Order is the queryset's own.  One query, not two: the ids'
+    round trip would cost more than the subquery.
 
     ``rows``: the rows of a subquery of ids, with the list's columns and
     annotations but not its filters (``list_page_rows``): asked again, the
-    filters made the planner AND a filter's index with the primary key (1.5
-    of the 2 ms of a filtered list's rows at 1M).  Without it, the list's
-    own query limited to the ids.
+    filters made the planner AND a filter's index with the primary key.
+    Without it, the list's own query limited to the ids.
 
     ``read``: the page's rows as its list holds them (``list_rows`` for the
     API's run list); model instances without it.
@@ -598,9 +596,9 @@ def release(run: Run) -> None:
     the answer is written.  A prefetched result references its run (Django
     sets ``result.run``), so the runs, their results and the decoded
     statistics (about 1,600 objects for a standard run and its host) would
-    reference each other and wait for the garbage collector: its passes over
-    them cost 3-4 ms, a full one 15-27 ms, in the middle of later requests.
-    Released, they are freed with the answer."""
+    reference each other and wait for the garbage collector, whose passes
+    over them would land in the middle of later requests.  Released, they
+    are freed with the answer."""
     runs = [run]
     if Run.baseline.is_cached(run) and run.baseline is not None:
         runs.append(run.baseline)
@@ -703,8 +701,8 @@ UNFILTERED_PARAMS = frozenset({"page", "ordering"})
 
 def listed_facet_counts() -> dict:
     """``summaries.facet_counts`` over every listed run, what browse shows
-    before anything is chosen: a GROUP BY over the whole table (60 ms at a
-    million results), so stored and served by the data version
+    before anything is chosen: a GROUP BY over the whole table, so stored
+    and served by the data version
     (``answer_cache``; refreshed by the worker).  Per facet, [value, runs]
     pairs (JSON objects cannot have a null key: runs without a disk type
     are counted under None)."""
@@ -770,7 +768,7 @@ def facets_and_total(
         counts, found = _stored_facet_counts()
         # Every listed run, read from its facet's counts (current: stored,
         # or computed live when the stored ones are older than the data), not
-        # a count of every listed run on each request (147 ms at 3M results).
+        # a count of every listed run on each request.
         total = Total(summaries.rows_counted(counts, {}), bounded=False)
         return _facet_menu(params, counts), total, answer_cache.freshness_of(found)
     if filterset is None:
@@ -903,7 +901,7 @@ def home_counts() -> dict:
         "run_count": runs.count(),
         # Hardware rows with a listed run: their distinct ids among listed
         # runs (an index-only scan), not DISTINCT over every hardware column
-        # of every run joined to its hardware (105 ms at 1M).
+        # of every run joined to its hardware.
         "system_count": runs.aggregate(n=Count("hardware", distinct=True))["n"],
         "facet_counts": counts,
     }

@@ -101,8 +101,8 @@ def add_hosts_by_guest_platform(runs: QuerySet, counts: dict) -> dict:
     # ``runs`` are listed runs (browse's, home's), so their hosts are listed:
     # saying so of the baseline lets its platform be read from the listed
     # runs' covering index.  Joined to every guest's baseline row instead
-    # (to compare platforms), the whole run table was read: 82 ms at 1M for
-    # no row, now 22 ms; a filtered list's few hosts are looked up by id.
+    # (to compare platforms), the whole run table was read, even for no
+    # row; a filtered list's few hosts are looked up by id.
     rows = (
         Run.objects.listed()
         .filter(
@@ -162,9 +162,8 @@ def overhead_summary(guests: QuerySet, baselines: QuerySet) -> list[dict]:
             f"array_agg({ratio} ORDER BY {ratio}) "
             f"FILTER (WHERE {ratio} IS NOT NULL) AS {metric}_all"
         )
-    # The pairs first, materialised (a few ms): with the two IN subqueries
-    # beside the result joins PostgreSQL re-sorted the guest list once per
-    # guest run (12 s at a million results, EXPLAIN ANALYZE).
+    # The pairs first, materialised: with the two IN subqueries beside the
+    # result joins PostgreSQL re-sorted the guest list once per guest run.
     query = (
         "WITH r AS MATERIALIZED (SELECT id, baseline_id, hardware_id "
         f"FROM results_run WHERE role = 'guest' AND id IN ({g_sql}) "

@@ -246,7 +246,7 @@ def _tables_inline(data: dict, runs: list) -> bool:
 # with the runs in one query.
 RUN_HARDWARE = ("hardware__cpu_model", "hardware__disk_model")
 # What no comparison page shows of a run: JSON and long text, decoded for
-# nothing (0.7 ms of a two-run page; tags are shown, as differences).
+# nothing (tags are shown, as differences).
 COMPARED_RUN_DEFERRED = (
     *(c for c in reads.LIST_DEFERRED if c != "tags"),
     "suspect_reasons",
