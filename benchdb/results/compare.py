@@ -114,8 +114,11 @@ class Inputs(NamedTuple):
         return [run.id for run in self.runs]
 
 
-class ResultRow(NamedTuple):
-    """One result a comparison reads (``_results``): its main direction and
+class ComparedResult(NamedTuple):
+    """One result as a comparison's computation reads it (``_results``), an
+    input of the pure computation and not a representation of the result
+    (that is ``rows.result_row``, the API's, pages' and exports'): its main
+    direction and
     the main metrics' per-repeat values in it (``main_values``, JSON as
     psycopg gives it, None when none are stored), and its stored overheads
     (JSON) with the version of the formula that computed them
@@ -218,13 +221,13 @@ def comparison(inputs: Inputs) -> dict:
     return computed(inputs, _results(inputs.result_ids))
 
 
-def computed(inputs: Inputs, rows: Sequence[ResultRow]) -> dict:
+def computed(inputs: Inputs, rows: Sequence[ComparedResult]) -> dict:
     """The comparison of ``inputs`` from its results' rows: what is to be
     computed, in display order (``_plan_test``), then every figure at once
     (``_fill_summaries``, ``_fill_verdicts``, ``_fill_overheads``).  Reads
     only values that never change once stored (``_series``, ``_by_workload``)."""
     run_ids = inputs.run_ids
-    by_key: dict[str, dict[int, ResultRow]] = defaultdict(dict)
+    by_key: dict[str, dict[int, ComparedResult]] = defaultdict(dict)
     for row in rows:
         by_key[row.key][row.run] = row
     weaker = _by_workload(by_key, run_ids)
@@ -268,7 +271,7 @@ class _Pending(NamedTuple):
     entry: dict
     higher_is_better: bool | None
     sample: stats.Sample
-    host: ResultRow
+    host: ComparedResult
     direction: str | None
     index: int
     metric: str
@@ -496,16 +499,16 @@ def _result_ids(runs: list[Run]) -> tuple[int, ...]:
         return tuple(row[0] for row in cursor.fetchall())
 
 
-def _results(result_ids: Sequence[int]) -> list[ResultRow]:
-    """The results of a comparison (``ResultRow``) by test id and run.  The
+def _results(result_ids: Sequence[int]) -> list[ComparedResult]:
+    """The results of a comparison (``ComparedResult``) by test id and run.  The
     JSON is read only where it is used (``_series``, ``stored_overhead``):
     a baseline whose overheads are stored is not.  One query."""
     with connection.cursor() as cursor:
         cursor.execute(_RESULTS_SELECT + _RESULTS_ORDER, [list(result_ids)])
-        return [ResultRow(*row) for row in cursor.fetchall()]
+        return [ComparedResult(*row) for row in cursor.fetchall()]
 
 
-def _series(rows: Iterable[tuple[ResultRow, str | None]]) -> dict[int, list]:
+def _series(rows: Iterable[tuple[ComparedResult, str | None]]) -> dict[int, list]:
     """Per result row of ``_results``, given with the direction
     its figures are read in (the main direction of its key's reference
     result, which every run's figure of that test is read in): its main
@@ -542,7 +545,7 @@ IMPORTED_KEY = "imported/"
 PUBLISHED_KEY = "published-"
 
 
-def _published_workloads(by_key: dict[str, dict[int, ResultRow]]) -> dict:
+def _published_workloads(by_key: dict[str, dict[int, ComparedResult]]) -> dict:
     """Per key of a published result, the test id of its workload
     (``metrics.workload_test_id``).  One query, none without a published result."""
     rows = {
@@ -560,7 +563,7 @@ def _published_workloads(by_key: dict[str, dict[int, ResultRow]]) -> dict:
     }
 
 
-def _by_workload(by_key: dict[str, dict[int, ResultRow]], run_ids: list) -> dict:
+def _by_workload(by_key: dict[str, dict[int, ComparedResult]], run_ids: list) -> dict:
     """Imported results (``imports``: key ``imported/1|<test id>|...``) join
     the results of the same test id under one key, ``workload|<test id>``,
     where no key is shared by every run but each run has the test once: an
@@ -581,7 +584,7 @@ def _by_workload(by_key: dict[str, dict[int, ResultRow]], run_ids: list) -> dict
             continue
         if any(all(rid in by_key[k] for rid in run_ids) for k in keys):
             continue
-        runs: dict[int, ResultRow] = {}
+        runs: dict[int, ComparedResult] = {}
         for k in keys:
             for rid, row in by_key[k].items():
                 if rid in runs:
@@ -749,7 +752,7 @@ _UNREAD = object()
 _NO_VALUES = stats.Sample(())
 
 
-def _sort_key(item: tuple[str, dict[int, ResultRow]]) -> tuple:
+def _sort_key(item: tuple[str, dict[int, ComparedResult]]) -> tuple:
     """Group, test id, key: of the key's first result."""
     key, per_run = item
     first = next(iter(per_run.values()))
