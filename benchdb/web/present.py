@@ -353,7 +353,9 @@ def _bar_charts(tests, labels, run_ids, reference, unsafe=frozenset()) -> list[d
 def _sweep_charts(tests, labels, run_ids) -> list[dict]:
     """fio-plot's view of a queue-depth sweep: per family (random read 4 KiB,
     sequential read 256 KiB), the main figure and the mean latency against
-    depth, log2 axis, one line per run with its 95% band."""
+    depth, log2 axis, one line per run with its 95% band; each point with
+    the figure printed on it (as the bars' ``texts``) and ``noisy`` when its
+    interval is too wide to mean anything (then no band there)."""
     families = defaultdict(list)
     for test in tests:
         depth = _depth(test["test_id"])
@@ -376,13 +378,16 @@ def _sweep_charts(tests, labels, run_ids) -> list[dict]:
                     e = m and next((e for e in m["runs"] if e["run"] == rid), None)
                     if not e or centre(e) is None:
                         continue
-                    low, high = _interval(e)
+                    wide = too_noisy(e)
+                    low, high = (None, None) if wide else _interval(e)
                     points.append(
                         {
                             "x": depth,
                             "y": centre(e) / scale,
                             "low": None if low is None else low / scale,
                             "high": None if high is None else high / scale,
+                            "text": human(centre(e), metric),
+                            "noisy": wide,
                         }
                     )
                 if points:

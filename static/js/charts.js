@@ -8,9 +8,10 @@
  *         figure printed on each bar, whiskers low..high (none when the
  *         interval is too noisy to estimate) and each bar's mark against the
  *         reference (▲ ▼ = ≈ ?, ⚠ faster but unsafe) at its end.
- * lines: {title, axis, series: [{label, points: [{x, y, low, high}]}]}
- *         -> queue-depth curves as fio-plot draws them: depth on a log2 axis
- *         in numeric order, one line per run with its 95% band.
+ * lines: {title, axis, series: [{label, points: [{x, y, low, high, text,
+ *         noisy}]}]} -> queue-depth curves as fio-plot draws them: depth on
+ *         a log2 axis in numeric order, one line per run with its 95% band
+ *         (none where too noisy), the figure printed at each point.
  * A group's charts are drawn when its <details> is open (the first time).
  * Every number is also in the group's table, which the canvas points to.
  * A large comparison's tables are not in the page: each .table-slot
@@ -110,6 +111,47 @@
             ctx.fillText(mark, Math.min(after, area.right + 2), bar.y);
           }
           ctx.restore();
+        });
+      });
+    },
+    beforeDraw(chart) { chart.$labels = []; },
+  };
+
+  // What each point of a queue-depth curve says, drawn beside it: its figure
+  // (the table's text), "noisy" when its interval is too wide to mean
+  // anything; above the point for the first run, below for the second, and
+  // so on, so two curves' figures do not overprint; kept inside the canvas.
+  const pointLabels = {
+    id: "pointLabels",
+    afterDatasetsDraw(chart) {
+      const ctx = chart.ctx;
+      const small = chart.width < 420;
+      let series = 0;
+      chart.data.datasets.forEach((ds, di) => {
+        if (!ds.texts) return; // a band's edge
+        const below = series % 2 === 1;
+        series += 1;
+        const meta = chart.getDatasetMeta(di);
+        if (meta.hidden) return;
+        meta.data.forEach((point, i) => {
+          if (ds.data[i] === null || ds.data[i] === undefined) return;
+          let text = ds.texts[i];
+          if (ds.noisy[i]) text += " (noisy)";
+          ctx.save();
+          ctx.font = `${small ? 10 : 11}px system-ui, sans-serif`;
+          ctx.textBaseline = below ? "top" : "bottom";
+          ctx.textAlign = "left";
+          const w = ctx.measureText(text).width;
+          const left = Math.max(0, Math.min(point.x - w / 2, Math.floor(chart.width) - w));
+          const y = below ? point.y + 6 : point.y - 6;
+          ctx.lineWidth = 3;
+          ctx.strokeStyle = "rgba(255,255,255,0.9)";
+          ctx.strokeText(text, left, y);
+          ctx.fillStyle = "#1b1f24";
+          ctx.fillText(text, left, y);
+          ctx.restore();
+          // What was written where, for the browser tests.
+          chart.$labels.push({ text, left, right: left + w, y });
         });
       });
     },
@@ -248,7 +290,8 @@
         return p ? p[key] : null;
       });
       datasets.push({ label: s.label, data: at("y"), borderColor: colour,
-                      backgroundColor: colour, tension: 0, spanGaps: true });
+                      backgroundColor: colour, tension: 0, spanGaps: true,
+                      texts: at("text"), noisy: at("noisy") });
       datasets.push({ label: "band-high", data: at("high"), borderWidth: 0,
                       pointRadius: 0, fill: false, spanGaps: true });
       datasets.push({ label: "band-low", data: at("low"), borderWidth: 0,
@@ -270,7 +313,10 @@
           x: { title: { display: true, text: "Queue depth (log₂ scale)" } },
           y: { beginAtZero: true, title: { display: true, text: chart.axis } },
         },
+        // Room above the top point and below the lowest for their figures.
+        layout: { padding: { top: 16, bottom: 4 } },
       },
+      plugins: [pointLabels],
     });
   }
 
