@@ -68,6 +68,25 @@ NOISY_TEST = "fio-rand-write-4k-q1t1"
 NOISY_RUN = 3  # directsync: repeats 1000x apart
 
 
+def stored_result(run: Run, test_id: str, title: str, group: str, values) -> Result:
+    """A fio result of ``run`` read in one direction: each metric's repeats
+    (``values``: metric -> list) with their statistics."""
+    return Result.objects.create(
+        run=run,
+        test_id=test_id,
+        title=title,
+        group=group,
+        tool="fio",
+        comparability_key=f"k|{test_id}",
+        stats={
+            "main_direction": "read",
+            "directions": {"read": {m: stats.summarize(v) for m, v in values.items()}},
+            "values": {"read": values},
+        },
+        repeat_count=max(len(v) for v in values.values()),
+    )
+
+
 def _run(mode: str, factor: float, index: int) -> Run:
     run = Run.objects.create(
         suite_id="s",
@@ -82,20 +101,7 @@ def _run(mode: str, factor: float, index: int) -> Run:
         values = [centre * k for k in (0.98, 1.0, 1.02, 0.99, 1.01)]
         if index == NOISY_RUN and test_id == NOISY_TEST:
             values = [centre / 30, centre, centre * 30]
-        result = Result.objects.create(
-            run=run,
-            test_id=test_id,
-            title=title,
-            group=group,
-            tool="fio",
-            comparability_key=f"k|{test_id}",
-            stats={
-                "main_direction": "read",
-                "directions": {"read": {metric: stats.summarize(values)}},
-                "values": {"read": {metric: values}},
-            },
-            repeat_count=len(values),
-        )
+        result = stored_result(run, test_id, title, group, {metric: values})
         Measurement.objects.bulk_create(
             Measurement(result=result, repeat=i, direction="read", **{metric: v})
             for i, v in enumerate(values)

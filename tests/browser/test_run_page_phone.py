@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchdb.results import stats
-from benchdb.results.models import Result, Run
+from benchdb.results.models import Run
 from tests.browser.test_every_page import OVERFLOW
-from tests.browser.test_readable_compare import DESKTOP, PHONE, _open
+from tests.browser.test_readable_compare import DESKTOP, PHONE, _open, stored_result
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -53,27 +52,13 @@ def _run(mode: str, factor: float) -> Run:
         suite_id="s", suite_version="1", role="guest", cache_mode=mode, title=mode
     )
     for test_id, (group, title, figures) in TESTS.items():
-        directions, repeats = {}, {}
+        repeats = {}
         for metric, typical in figures.items():
             values = [typical * factor * k for k in (0.98, 1.0, 1.02)]
             if test_id == NOISY and metric == "iops" and mode == "none":
                 values = [typical / 30, typical, typical * 30]
-            directions[metric] = stats.summarize(values)
             repeats[metric] = values
-        Result.objects.create(
-            run=run,
-            test_id=test_id,
-            title=title,
-            group=group,
-            tool="fio",
-            comparability_key=f"k|{test_id}",
-            stats={
-                "main_direction": "read",
-                "directions": {"read": directions},
-                "values": {"read": repeats},
-            },
-            repeat_count=3,
-        )
+        stored_result(run, test_id, title, group, repeats)
     return run
 
 
