@@ -844,8 +844,9 @@ def _facet_menu(params, counts: dict[str, dict], partial=frozenset()) -> list[di
 
 def home_summary() -> dict:
     """The home page's figures: the community counts (``home_counts``, stored
-    by the data version, with their ``freshness``), the latest runs and the
-    published data sets (live)."""
+    by the data version, with their ``freshness``), the latest runs with
+    their headline figures (``with_headlines``) and the published data sets
+    (live)."""
     runs = Run.objects.listed()
     counts, found = answers.home_counts.with_freshness()
     published = runs.filter(source="published").order_by("citation", "id")
@@ -855,7 +856,8 @@ def home_summary() -> dict:
     return {
         **counts,
         "freshness": answer_cache.freshness_of(found),
-        "latest": runs.for_list()[:10],
+        # With their headline figures, whatever their origin, as the list's.
+        "latest": with_headlines(runs.for_list())[:10],
         "datasets": [
             {"citation": c, "runs": rs, "compare": ",".join(str(r.pk) for r in rs)}
             for c, rs in datasets.items()

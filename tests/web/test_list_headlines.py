@@ -80,6 +80,18 @@ def test_imported_and_published_runs_show_their_headline_figures(client):
     }
 
 
+def test_the_home_pages_latest_runs_show_the_same_figures(client):
+    cdm = imported_run("crystaldiskmark/cdm-8.0.1-wd-blue.txt")
+    published = published_q32t1_run()
+    latest = {r.pk: r for r in client.get("/").context["latest"]}
+    assert latest[cdm.pk].rand4k_iops == 65772.9
+    assert latest[published.pk].rand4k_iops == 17000
+    assert latest[published.pk].seq1m_bw is None
+    page = client.get("/").content.decode()
+    assert '<td class="num figure" data-headline="rand4k_iops">65,773 IOPS</td>' in page
+    assert '<td class="num figure" data-headline="rand4k_iops">17,000 IOPS</td>' in page
+
+
 def test_a_published_result_of_another_workload_is_not_the_headline():
     call_command("load_reference")
     matches = reads.headline_results()
