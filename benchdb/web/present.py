@@ -871,12 +871,16 @@ def cd_diagram(ranking: dict) -> dict | None:
 
 def overhead_chart(workload: dict, answer: dict, by_storage: list[dict]) -> list:
     """The overhead report's chart (static/js/charts.js): guest ÷ host for
-    the setup, then per storage setup, one bar each with its interval and
-    its figure printed on it; a guest faster than its host is marked."""
+    the setup, then per storage setup, one bar each with its interval (none
+    when too wide to mean anything: ``too_noisy``, the bar says so) and its
+    figure printed on it; a guest faster than its host is marked."""
     rows = [{"label": "Your setup, all storage", **answer}] if answer["runs"] else []
     rows += [{**r, "label": r["label"]} for r in by_storage]
     if not rows:
         return []
+
+    def noisy(r: dict) -> bool:
+        return bool(r.get("too_noisy"))
 
     def mark(r: dict) -> str:
         if r.get("above_host"):
@@ -896,10 +900,12 @@ def overhead_chart(workload: dict, answer: dict, by_storage: list[dict]) -> list
                         {
                             "label": "Guest ÷ host",
                             "values": [r["ratio"] for r in rows],
-                            "low": [r["low"] for r in rows],
-                            "high": [r["high"] for r in rows],
+                            # No whisker where the interval is too wide to
+                            # mean anything: the bar says "(noisy)" instead.
+                            "low": [None if noisy(r) else r["low"] for r in rows],
+                            "high": [None if noisy(r) else r["high"] for r in rows],
                             "texts": [f"{r['ratio']:.2f}×" for r in rows],
-                            "noisy": [False for _r in rows],
+                            "noisy": [noisy(r) for r in rows],
                             "marks": [mark(r) for r in rows],
                             "unsafe": False,
                         }

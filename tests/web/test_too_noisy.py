@@ -80,3 +80,20 @@ def test_overheads_say_it_instead_of_the_bounds():
     )
     assert not steady["too_noisy"] and "95% CI 0.55–0.65× host" in steady["text"]
     assert fmt.too_noisy_text_filter(4, "pair") == "too noisy to estimate (4 pairs)"
+
+
+def test_the_overhead_reports_chart_draws_no_whisker_where_too_noisy():
+    over = {"runs": 4, "systems": 2, "median": 0.6, "percent": -40.0}
+    wide = reports._overhead_verdict(
+        {**over, "ci95_low": 0.015, "ci95_high": 2383.99}, "iops"
+    )
+    steady = reports._overhead_verdict(
+        {**over, "ci95_low": 0.55, "ci95_high": 0.65}, "iops"
+    )
+    workload = {"title": "Random read 4 KiB Q32T1"}
+    (chart,) = present.overhead_chart(
+        workload, wide, [{**steady, "label": "LVM", "value": "lvm"}]
+    )
+    (dataset,) = chart["bars"][0]["datasets"]
+    assert dataset["noisy"] == [True, False]
+    assert dataset["low"] == [None, 0.55] and dataset["high"] == [None, 0.65]
