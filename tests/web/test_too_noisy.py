@@ -97,3 +97,13 @@ def test_the_overhead_reports_chart_draws_no_whisker_where_too_noisy():
     (dataset,) = chart["bars"][0]["datasets"]
     assert dataset["noisy"] == [True, False]
     assert dataset["low"] == [None, 0.55] and dataset["high"] == [None, 0.65]
+
+
+def test_a_sweeps_ratios_by_round_say_it_too():
+    assert fmt.rounds_interval({"rounds": 3, "low": 0.9124, "high": 1.0341}) == (
+        "0.912–1.034×"
+    )
+    assert fmt.rounds_interval({"rounds": 3, "low": 0.05, "high": 4.0}) == (
+        "too noisy to estimate (3 rounds)"
+    )
+    assert fmt.rounds_interval({"rounds": 2, "low": None, "high": None}) == "—"

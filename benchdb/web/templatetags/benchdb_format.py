@@ -110,24 +110,58 @@ def interval_filter(summary, metric_key: str) -> str:
     return interval_text(summary, metric_key)
 
 
+def _answer_interval(
+    answer, low_key: str, high_key: str, wide, count_key: str, unit: str, show
+) -> str:
+    """An answer's 95% interval, ``answer[low_key]`` to ``answer[high_key]``
+    written by ``show(low, high)``; "too noisy to estimate (n units)" when
+    ``wide(low, high)`` (``stats.too_wide`` or its percent form), n being
+    ``answer[count_key]``; "—" without one."""
+    answer = answer or {}
+    low, high = answer.get(low_key), answer.get(high_key)
+    if low is None or high is None:
+        return "—"
+    if wide(low, high):
+        return stats.too_noisy_text(answer.get(count_key), unit)
+    return show(low, high)
+
+
 @register.filter
 def percent_interval(answer) -> str:
     """An answer's 95% interval of a change, ``low_percent`` … ``high_percent``
     ("−4.1% … +2.0%"); "too noisy to estimate (n systems)" when it is too
     wide to mean anything (``stats.too_wide_percent``); "—" without one."""
-    answer = answer or {}
-    low, high = answer.get("low_percent"), answer.get("high_percent")
-    if low is None or high is None:
-        return "—"
-    if stats.too_wide_percent(low, high):
-        return stats.too_noisy_text(answer.get("systems"), "system")
-    return f"{pct(low)} … {pct(high)}"
+    return _answer_interval(
+        answer,
+        "low_percent",
+        "high_percent",
+        stats.too_wide_percent,
+        "systems",
+        "system",
+        lambda low, high: f"{pct(low)} … {pct(high)}",
+    )
 
 
 @register.filter(name="too_noisy")
 def too_noisy_filter(summary) -> bool:
     """``{% if entry|too_noisy %}``: ``too_noisy``."""
     return too_noisy(summary)
+
+
+@register.filter
+def rounds_interval(answer) -> str:
+    """A sweep's ratio paired by round (``across.paired_by_round``): its 95%
+    interval as "0.912–1.034×"; "too noisy to estimate (n rounds)" when it
+    is too wide to mean anything (``stats.too_wide``); "—" without one."""
+    return _answer_interval(
+        answer,
+        "low",
+        "high",
+        stats.too_wide,
+        "rounds",
+        "round",
+        lambda low, high: f"{low:.3f}–{high:.3f}×",
+    )
 
 
 @register.filter(name="too_noisy_text")
