@@ -28,7 +28,7 @@ snapshot it was computed in, and how many runs were listed then).
   per answer (an advisory lock on its key, held by the reader or the
   refresh that computes it); while it runs, the others are served the answer
   stored before the removal: with the removed runs left out (the answer's
-  ``without``, from ``results_removedrun``), or, for an answer that only
+  ``without``, from ``results_changedrun``), or, for an answer that only
   counts and summarises runs, as it was, said to be ``updating``.  An answer
   that names runs and cannot leave the removed ones out is never served
   that way: its reader waits for the recomputation, at most
@@ -41,6 +41,7 @@ import contextvars
 import hashlib
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -198,6 +199,46 @@ def recompute(name: str, fn, args: tuple) -> bool:
         _unlock(lock)
 
 
+def restamp(name: str, args: tuple, reached) -> bool | None:
+    """The refresh's way past a recomputation: a stored answer older than
+    the data that none of the runs changed since can reach is current as it
+    is.  In one snapshot: the runs changed since its version (the change log,
+    ``results_changedrun``), ``reached(run_ids)`` (False: none of them can
+    change it), then the answer stamped with that snapshot's data version,
+    time and listed runs.  True if stamped; False if it must be computed
+    again; None if nothing is stored (or it is current already).  Under the
+    answer's lock, as ``recompute``."""
+    lock = _lock_key(name, args)
+    _text, digest = _digest(args)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [lock])
+    try:
+        with _one_snapshot():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT s.version, {VERSION}, ARRAY(SELECT r.run_id "
+                    "FROM results_changedrun r WHERE r.version > s.version) "
+                    "FROM results_answersummary s LEFT JOIN results_dataversion v "
+                    "ON v.id = 1 WHERE s.name = %s AND s.digest = %s",
+                    [name, digest],
+                )
+                row = cursor.fetchone()
+                if row is None or row[0] >= row[1]:
+                    return None
+                stored, version, changed = row
+                if None in changed or reached(sorted(set(changed))):
+                    return False
+                cursor.execute(
+                    f"UPDATE results_answersummary SET version = %s, "
+                    f"computed = clock_timestamp(), runs = ({LISTED_RUNS_SQL}) "
+                    "WHERE name = %s AND digest = %s AND version = %s",
+                    [version, name, digest, stored],
+                )
+                return cursor.rowcount == 1
+    finally:
+        _unlock(lock)
+
+
 def _lock_key(name: str, args: tuple) -> int:
     """A bigint key of the answer's own (the refresh's lock is one number,
     REFRESH_LOCK, a collision with which would only make one wait)."""
@@ -237,8 +278,8 @@ def _previous(name: str, args: tuple, without):
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT s.answer, s.version, s.computed, s.runs, "
-            "ARRAY(SELECT r.run_id FROM results_removedrun r "
-            "WHERE r.version > s.version) "
+            "ARRAY(SELECT r.run_id FROM results_changedrun r "
+            "WHERE r.removal AND r.version > s.version) "
             "FROM results_answersummary s WHERE s.name = %s AND s.digest = %s",
             [name, digest],
         )
@@ -263,14 +304,8 @@ def compute_and_store(name: str, fn, args: tuple):
     text, digest = _digest(args)
     token = _computing.set(True)
     try:
-        if connection.in_atomic_block:
-            # Already one transaction (a test, ATOMIC_REQUESTS): its snapshot.
+        with _one_snapshot():
             version, computed, runs, answer, seconds = _compute(fn, args)
-        else:
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                version, computed, runs, answer, seconds = _compute(fn, args)
     finally:
         _computing.reset(token)
     stored = encode(answer)
@@ -289,6 +324,19 @@ def compute_and_store(name: str, fn, args: tuple):
         )
     # What is served is what was stored: the JSON round trip, always.
     return json.loads(stored), Freshness(computed, runs, version, True)
+
+
+@contextmanager
+def _one_snapshot():
+    """One REPEATABLE READ transaction; inside one already (a test,
+    ATOMIC_REQUESTS), its snapshot."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
 
 
 def _compute(fn, args: tuple) -> tuple:

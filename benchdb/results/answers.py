@@ -57,14 +57,17 @@ class Answer:
         version: int,
         defaults: Iterable[tuple] | Callable[[], Iterable[tuple]] = (),
         without: str | None = None,
+        reached: str | None = None,
     ):
         self.name = name
         self.path = compute
         self.version = version
         self._defaults = defaults
         self._without_path = without
+        self._reached_path = reached
         self._live = None
         self._without = None
+        self._reached = None
 
     def __repr__(self) -> str:
         return f"<answer {self.key}: {self.path}>"
@@ -92,6 +95,16 @@ class Answer:
             self._without = getattr(importlib.import_module(module), attr)
         return self._without
 
+    @property
+    def reached(self) -> Callable | None:
+        """``reached(run_ids, *args)``: False if a change of those runs cannot
+        change ``answer(*args)`` (``results.changes``), so the refresh stamps
+        it current as it is; None: any change reaches it."""
+        if self._reached is None and self._reached_path:
+            module, _, attr = self._reached_path.partition(":")
+            self._reached = getattr(importlib.import_module(module), attr)
+        return self._reached
+
     def defaults(self) -> list[tuple]:
         found = self._defaults() if callable(self._defaults) else self._defaults
         return [tuple(args) for args in found]
@@ -112,17 +125,26 @@ CATALOGUE: dict[str, Answer] = {}
 
 
 def declare(
-    name: str, compute: str, version: int, defaults=(), without: str | None = None
+    name: str,
+    compute: str,
+    version: int,
+    defaults=(),
+    without: str | None = None,
+    reached: str | None = None,
 ) -> Answer:
     """Add an answer to the catalogue (once per name).  An answer that names
     runs (their ids, for a page to show them) declares ``without``, the
     ``"module:function"`` that leaves removed runs out of it: while it is
     computed again after a removal, readers are served that
     (``answer_cache.fetch_or_compute``); one that only counts and summarises
-    runs is served as it was, said to be updating."""
+    runs is served as it was, said to be updating.  ``reached``: the
+    ``"module:function"`` (``results.changes``) that tells whether changed
+    runs can reach an answer: the refresh recomputes only those."""
     if name in CATALOGUE:
         raise ValueError(f"answer {name!r} is declared twice")
-    CATALOGUE[name] = answer = Answer(name, compute, version, defaults, without)
+    CATALOGUE[name] = answer = Answer(
+        name, compute, version, defaults, without, reached
+    )
     return answer
 
 
@@ -169,36 +191,49 @@ cache_mode_answers = declare(
     "benchdb.results.reports:cache_mode_answers",
     version=5,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
+    reached="benchdb.results.changes:setup",
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
     version=4,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
+    reached="benchdb.results.changes:setup_workload",
 )
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
     version=6,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
+    reached="benchdb.results.changes:setup",
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
     version=6,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
+    reached="benchdb.results.changes:field_setup",
 )
 
 # Populations over run filters, /api/v1/population/ (results.population) -------
 
 distribution = declare(
-    "distribution", "benchdb.results.population:distribution_over", version=4
+    "distribution",
+    "benchdb.results.population:distribution_over",
+    version=4,
+    reached="benchdb.results.changes:filters_test",
 )
 compare_sets = declare(
-    "compare_sets", "benchdb.results.population:compare_sets_over", version=4
+    "compare_sets",
+    "benchdb.results.population:compare_sets_over",
+    version=4,
+    reached="benchdb.results.changes:two_filters_test",
 )
 rank_settings = declare(
-    "rank_settings", "benchdb.results.population:rank_settings_over", version=4
+    "rank_settings",
+    "benchdb.results.population:rank_settings_over",
+    version=4,
+    reached="benchdb.results.changes:filters_facet_test",
 )
 
 # Browse, home and report pages' counts (results.reads) -----------------------
@@ -232,7 +267,10 @@ similar_population = declare(
     "similar_population", "benchdb.results.similar:similar_population", version=2
 )
 aggregates = declare(
-    "aggregates", "benchdb.results.aggregates:stored_aggregates", version=3
+    "aggregates",
+    "benchdb.results.aggregates:stored_aggregates",
+    version=3,
+    reached="benchdb.results.changes:filters_test",
 )
 
 

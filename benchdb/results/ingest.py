@@ -714,7 +714,7 @@ def store_bundle(
         run.suspect_reasons = reasons
         run.save(update_fields=["suspect", "suspect_reasons", "updated"])
     link_pair(run, attached)
-    # A new run (and guests given their first baseline): nothing left a
-    # population; the refresh adds them.
-    refresh.announce(removal=False)
+    # A new run (and guests given their first baseline, reached through it,
+    # ``results.changes``): nothing left a population; the refresh adds them.
+    refresh.announce(removal=False, run=run.pk)
     return run

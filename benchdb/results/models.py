@@ -472,6 +472,7 @@ class Run(models.Model):
             self.owner = user
             self.owner_key_hash = ""
             self.save(update_fields=["owner", "owner_key_hash", "updated"])
+            # No run logged: no stored answer reads the owner.
             refresh.announce(removal=False)
 
     def moderate(self, action: str, reason: str = "") -> None:
@@ -840,24 +841,33 @@ class DataVersion(models.Model):
         return f"data version {self.version} (removed at {self.removed})"
 
 
-class RemovedRun(models.Model):
-    """A listed run that a write function took out of the populations
-    (``refresh.announce``), at the data version of that write: what a stored
-    answer computed before it must leave out while it is computed again
-    (``answer_cache.fetch_or_compute``).  ``run_id`` is None when the write
-    could not name the run.  Not a foreign key: a deleted run stays named.
-    Kept while an answer stored before it may still be served
-    (``refresh``)."""
+class ChangedRun(models.Model):
+    """A run a write function changed (``refresh.announce``), at the data
+    version of that write.
+
+    - ``removal``: the write took a listed run out of the populations; a
+      stored answer computed before it leaves it out while it is computed
+      again (``answer_cache.fetch_or_compute``).
+    - Any change: the refresh recomputes only the stored answers the changed
+      runs can reach (``results.changes``); the others are current as they
+      are.
+
+    ``run_id`` is None when the write could not name the run (then every
+    answer counts as reached).  Not a foreign key: a deleted run stays
+    named.  Kept while an answer stored before it may still be served or
+    refreshed (``refresh``)."""
 
     version = models.BigIntegerField(db_index=True)
     run_id = models.BigIntegerField(null=True)
+    removal = models.BooleanField(default=True)
     at = models.DateTimeField()
 
     class Meta:
-        db_table = "results_removedrun"
+        db_table = "results_changedrun"
 
     def __str__(self) -> str:
-        return f"run {self.run_id} removed at version {self.version}"
+        what = "removed" if self.removal else "changed"
+        return f"run {self.run_id} {what} at version {self.version}"
 
 
 class AnswerSummary(models.Model):

@@ -19,11 +19,17 @@ data and none is queued or running (a lost message, a refresh cut short by
 a dead worker, a write made outside Django).  Beat also runs it every
 ``SUMMARY_REFRESH_INTERVAL_S`` as a backstop.
 
-The refresh walks the catalogue (``results.answers``): it recomputes, each
-in its own snapshot and with its compute function, every stored answer
-older than the data (most recently asked for first) and each answer's
-default arguments, and drops answers nobody asked for in
+The refresh walks the catalogue (``results.answers``): it brings up to the
+data every stored answer older than it (most recently asked for first) and
+each answer's default arguments, and drops answers nobody asked for in
 ``answer_cache.KEEP_UNREQUESTED`` and those stored under an older version.
+It is incremental: an answer that says what reaches it (``reached``,
+``results.changes``) and that no run changed since it was stored reaches
+(the change log ``results_changedrun``, written by ``announce``) is stamped
+current as it is (``answer_cache.restamp``); the others are computed again,
+each in its own snapshot with its compute function, under the answer's lock
+(``answer_cache.recompute``: readers meanwhile are served the previous
+answer).  ``full`` (what ``recover`` queues) computes every stale answer.
 """
 
 from __future__ import annotations
@@ -52,9 +58,9 @@ def _delay() -> float:
 # A queued refresh not started this long after its delay lost its message,
 # unless a refresh is running (one queued behind it waits, it is not lost).
 LOST_AFTER_S = 60
-# A removal is logged at least this long, longer than any computation of a
+# A change is logged at least this long, longer than any computation of a
 # stored answer: one that started before it may be stored after it.
-REMOVALS_KEPT = timedelta(hours=1)
+CHANGES_KEPT = timedelta(hours=1)
 # pg_advisory_lock key held by the refresh that runs ("bdbr").
 REFRESH_LOCK = 0x62646272
 _RUNNING = (
@@ -71,10 +77,11 @@ def running() -> bool:
         return cursor.fetchone()[0]
 
 
-def schedule() -> bool:
+def schedule(full: bool = False) -> bool:
     """Queue one refresh unless one is queued already (coalescing); True if
     this call queued it.  Never raises: ``recover`` and beat's schedule are
-    the backstop."""
+    the backstop.  ``full``: a refresh that recomputes every stale answer,
+    reached by the logged changes or not (``refresh``)."""
     params = {
         "lock": REFRESH_LOCK,
         "lost": timedelta(seconds=_delay() + LOST_AFTER_S),
@@ -103,7 +110,7 @@ def schedule() -> bool:
             return False
     try:
         refresh_summaries.apply_async(
-            kwargs={"scheduled": True},
+            kwargs={"scheduled": True, **({"full": True} if full else {})},
             countdown=_delay(),
             retry=True,
             retry_policy=settings.PUBLISH_RETRY_POLICY,
@@ -130,11 +137,14 @@ def recover() -> bool:
         )
         if not cursor.fetchone()[0]:
             return False
-    queued = schedule()
+    # In full: the stale answers may come from a write made outside the
+    # write functions, which logged no change.
+    queued = schedule(full=True)
     if queued:
         log.warning(
             "summary refresh queued again: stored answers were stale with no "
-            "refresh queued or running (a lost message or a refresh that died)"
+            "refresh queued or running (a lost message, a refresh that died, "
+            "or a write outside benchdb's write functions)"
         )
     return queued
 
@@ -151,10 +161,13 @@ def announce(removal: bool, run: int | None = None) -> None:
     stays locked until the commit: write functions announce last.  (The
     database's backstop trigger, migration 0018, bumps the version once more
     at the commit: it is there for writes outside these functions.)
-    ``run``: the id of the run a removal took out, logged with the new
-    version (``results_removedrun``) so readers are served the previous
-    answers without it while they are computed again
-    (``answer_cache.fetch_or_compute``); None if the write cannot name it.
+    ``run``: the id of the run it changed, logged with the new version
+    (``results_changedrun``): the refresh recomputes only the answers it can
+    reach (``results.changes``), and after a removal readers are served the
+    previous answers without it while they are computed again
+    (``answer_cache.fetch_or_compute``).  None for a change no answer reads
+    (a claim: the owner); a removal that cannot name its run logs None, and
+    then reaches every answer.
     """
     with connection.cursor() as cursor:
         cursor.execute(
@@ -166,11 +179,16 @@ def announce(removal: bool, run: int | None = None) -> None:
             {"removal": removal, "removed": 1 if removal else 0},
         )
         version = cursor.fetchone()[0]
-        if removal:
+        # What it changed is logged here: the backstop trigger (migration
+        # 0022) logs an unnamed change only for transactions not marked so.
+        cursor.execute(
+            "SELECT set_config('benchdb.announced', txid_current()::text, true)"
+        )
+        if removal or run is not None:
             cursor.execute(
-                "INSERT INTO results_removedrun (version, run_id, at) "
-                "VALUES (%s, %s, clock_timestamp())",
-                [version, run],
+                "INSERT INTO results_changedrun (version, run_id, removal, at) "
+                "VALUES (%s, %s, %s, clock_timestamp())",
+                [version, run, removal],
             )
     schedule_on_commit()
 
@@ -201,11 +219,20 @@ def default_answers() -> Iterator[tuple]:
             yield answer, args
 
 
-def refresh(limit: int | None = None) -> dict:
-    """Recompute stale stored answers and the defaults; returns figures."""
+def refresh(limit: int | None = None, full: bool = False) -> dict:
+    """Bring stale stored answers and the defaults up to the data; returns
+    figures, with what it recomputed (``recomputed``: [(name, args)]) and
+    how many it stamped current without computing (``restamped``).
+
+    Incremental: an answer that declares what reaches it (``reached`` in
+    the catalogue, ``results.changes``) and that none of the runs changed
+    since it was stored can reach is stamped current as it is
+    (``answer_cache.restamp``); only the others are computed again.
+    ``full``: every stale answer is computed again (what ``recover`` queues:
+    a write outside the write functions logs no change)."""
     limit = limit or int(getattr(settings, "SUMMARY_REFRESH_MAX", 500))
     with _one_at_a_time():
-        return _refresh(limit)
+        return _refresh(limit, full)
 
 
 @contextmanager
@@ -221,7 +248,21 @@ def _one_at_a_time():
             cursor.execute("SELECT pg_advisory_unlock(%s)", [REFRESH_LOCK])
 
 
-def _refresh(limit: int) -> dict:
+def _bring_up(answer, name: str, args: tuple, full: bool, out: dict) -> None:
+    """Stamp ``answer(*args)`` current if no change reached it, else compute
+    it again (noted in ``out``)."""
+    if not full and answer.reached is not None:
+        stamped = answer_cache.restamp(
+            name, args, lambda runs: answer.reached(runs, *args)
+        )
+        if stamped:
+            out["restamped"] += 1
+            return
+    if answer_cache.recompute(name, answer.live, args):
+        out["recomputed"].append((name, answer_cache.encode(list(args))))
+
+
+def _refresh(limit: int, full: bool) -> dict:
     start = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("UPDATE results_dataversion SET refresh_queued = NULL")
@@ -236,20 +277,21 @@ def _refresh(limit: int) -> dict:
             ],
         )
         dropped = cursor.rowcount
-        # Removals no stored answer is older than (readers leave them out of
-        # the answers stored before them), once older than any computation
-        # (one stored meanwhile may have started before them).
+        # Changes no stored answer is older than (readers leave removals out
+        # of the answers stored before them, the refresh reads what changed
+        # since), once older than any computation (one stored meanwhile may
+        # have started before them).
         cursor.execute(
-            "DELETE FROM results_removedrun WHERE at < clock_timestamp() - %s "
+            "DELETE FROM results_changedrun WHERE at < clock_timestamp() - %s "
             "AND version <= (SELECT coalesce(min(s.version), v.version) "
             "FROM results_dataversion v LEFT JOIN results_answersummary s "
             "ON TRUE WHERE v.id = 1 GROUP BY v.version)",
-            [REMOVALS_KEPT],
+            [CHANGES_KEPT],
         )
-    done = 0
+    out = {"recomputed": [], "restamped": 0}
     for answer, args in default_answers():
         if not _current(answer.key, args):
-            done += answer_cache.recompute(answer.key, answer.live, args)
+            _bring_up(answer, answer.key, args, full, out)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT s.name, s.args FROM results_answersummary s, "
@@ -265,9 +307,7 @@ def _refresh(limit: int) -> dict:
             skipped += 1
             continue
         try:
-            computed = answer_cache.recompute(
-                name, answer.live, tuple(json.loads(text))
-            )
+            _bring_up(answer, name, tuple(json.loads(text)), full, out)
         except ValueError as exc:  # filters no longer valid, etc.
             log.info("stored answer %s %s dropped: %s", name, text, exc)
             with connection.cursor() as cursor:
@@ -276,12 +316,23 @@ def _refresh(limit: int) -> dict:
                     [name, text],
                 )
             continue
-        done += computed
     seconds = time.perf_counter() - start
+    done = len(out["recomputed"])
     log.info(
-        "summary refresh: %d answers in %.2f s (%d dropped)", done, seconds, dropped
+        "summary refresh: %d answers computed, %d stamped current as they were, "
+        "in %.2f s (%d dropped)",
+        done,
+        out["restamped"],
+        seconds,
+        dropped,
     )
-    return {"answers": done, "seconds": seconds, "dropped": dropped, "skipped": skipped}
+    return {
+        "answers": done,
+        **out,
+        "seconds": seconds,
+        "dropped": dropped,
+        "skipped": skipped,
+    }
 
 
 def _current(name: str, args: tuple) -> bool:
@@ -299,7 +350,7 @@ def _queued_mark_present() -> bool:
 
 
 @shared_task
-def refresh_summaries(scheduled: bool = False) -> dict | None:
+def refresh_summaries(scheduled: bool = False, full: bool = False) -> dict | None:
     """The worker's refresh (queued by ``schedule``, and by beat).
 
     A refresh ``schedule`` queued runs only while its queued mark stands:
@@ -311,4 +362,4 @@ def refresh_summaries(scheduled: bool = False) -> dict | None:
     if scheduled and not _queued_mark_present():
         log.info("summary refresh skipped: another refresh has covered it")
         return None
-    return refresh()
+    return refresh(full=full)

@@ -24,7 +24,7 @@ import pytest
 from django.db import connection, connections
 
 from benchdb.results import answer_cache, answers, reads, refresh, summaries
-from benchdb.results.models import RemovedRun, Run
+from benchdb.results.models import ChangedRun, Run
 from tests.results.test_answer_store import counted_guest, generate, same
 
 # What a reader may take while another process recomputes its answer: a few
@@ -188,18 +188,18 @@ def test_the_refresh_keeps_removals_while_an_answer_older_may_be_served():
     answers.cache_mode_group_page.with_freshness(1)
     run = Run.objects.listed().filter(role="guest").first()
     Run.objects.get(pk=run.pk).moderate("hide", "test")
-    (removal,) = RemovedRun.objects.all()
+    (removal,) = ChangedRun.objects.filter(removal=True)
     assert removal.run_id == run.pk
-    old = removal.at - refresh.REMOVALS_KEPT - timedelta(minutes=1)
+    old = removal.at - refresh.CHANGES_KEPT - timedelta(minutes=1)
     # Old enough, but answers stored before it are there when the refresh
     # starts (it recomputes them after).
-    RemovedRun.objects.update(at=old)
+    ChangedRun.objects.update(at=old)
     refresh.refresh()
-    assert RemovedRun.objects.count() == 1
+    assert list(ChangedRun.objects.filter(removal=True)) == [removal]
     # Every answer is newer now, but the removal is recent: kept.
-    RemovedRun.objects.update(at=removal.at)
+    ChangedRun.objects.update(at=removal.at)
     refresh.refresh()
-    assert RemovedRun.objects.count() == 1
-    RemovedRun.objects.update(at=old)
+    assert list(ChangedRun.objects.filter(removal=True)) == [removal]
+    ChangedRun.objects.update(at=old)
     refresh.refresh()
-    assert RemovedRun.objects.count() == 0
+    assert ChangedRun.objects.count() == 0

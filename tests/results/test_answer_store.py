@@ -78,24 +78,28 @@ def generate(systems: int = 250, seed: int = 3) -> None:
     for run in [*hosts, *guests]:
         speed = rng.lognormal(np.log(5000), 0.5)
         for t in TESTS:
-            results.append(
-                Result(
-                    run=run,
-                    test_id=t,
-                    tool="fio",
-                    title=t,
-                    comparability_key=KEY.format(t),
-                    iops_mean=speed * rng.lognormal(0, 0.1),
-                    bw_bytes_mean=speed * 4096 * rng.lognormal(0, 0.1),
-                    lat_mean_ns_mean=1e9 / speed * rng.lognormal(0, 0.1),
-                    repeat_count=3,
-                )
-            )
+            results.append(result(run, t, *(speed * rng.lognormal(0, 0.1, size=3))))
     Result.objects.bulk_create(results)
     with connection.cursor() as cursor:
         # As autovacuum would: without statistics the planner takes these
         # thousands of fresh rows for a handful and nests loops of scans.
         cursor.execute("ANALYZE results_run, results_result, results_hardware")
+
+
+def result(run: Run, test: str, iops: float, bw: float, lat: float) -> Result:
+    """A result of ``test``: ``iops``, and bandwidth and latency of the
+    speeds ``bw`` and ``lat`` (in IOPS)."""
+    return Result(
+        run=run,
+        test_id=test,
+        tool="fio",
+        title=test,
+        comparability_key=KEY.format(test),
+        iops_mean=iops,
+        bw_bytes_mean=bw * 4096,
+        lat_mean_ns_mean=1e9 / lat,
+        repeat_count=3,
+    )
 
 
 def same(a, b) -> bool:
