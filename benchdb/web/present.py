@@ -20,7 +20,7 @@ from django.utils.text import slugify
 from django.utils.timezone import template_localtime
 
 from benchdb.results import vocab
-from benchdb.results.metrics import main_metric
+from benchdb.results.metrics import main_metric, workload_test_id
 from benchdb.results.stats import too_noisy_text, too_wide
 from benchdb.web.templatetags.benchdb_format import (
     human,
@@ -582,9 +582,20 @@ HEADLINES = [
 ]
 
 
-def headlines(rows: list[dict]) -> list[dict]:
-    """The headline figures of a run page, with the overhead where paired."""
-    by_test = {row["result"].test_id: row for row in rows}
+def headlines(rows: list[dict], published: bool = False) -> list[dict]:
+    """The headline figures of a run page, with the overhead where paired.
+    A published source's test (``published``) is the headline test its
+    workload is (``metrics.workload_test_id``), as the lists find it."""
+
+    def test_of(result) -> str:
+        if not published:
+            return result.test_id
+        direction = (result.stats or {}).get("main_direction")
+        return workload_test_id(result.tool, direction, result.options)
+
+    by_test = {}
+    for row in rows:
+        by_test.setdefault(test_of(row["result"]), row)
     out = []
     for test_id, metric, label in HEADLINES:
         row = by_test.get(test_id)

@@ -42,6 +42,7 @@ from benchdb.results.models import (
     RawOutput,
     Run,
 )
+from benchdb.results.vocab import Source
 from benchdb.web import answers, owner, present
 from benchdb.web.forms import SignupForm
 from benchdb.web.imports import ImportForm
@@ -179,7 +180,7 @@ def run_detail(request, pk: int):
             "rows": rows,
             "groups": groups,
             "guests": guests,
-            "headlines": present.headlines(rows),
+            "headlines": present.headlines(rows, run.source == Source.PUBLISHED),
             "standing": standing.run_standing(run, present.HEADLINES),
             **owner.agent_urls(request),
             "warning_groups": present.group_warnings(run.warnings),

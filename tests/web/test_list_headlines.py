@@ -92,6 +92,13 @@ def test_the_home_pages_latest_runs_show_the_same_figures(client):
     assert '<td class="num figure" data-headline="rand4k_iops">17,000 IOPS</td>' in page
 
 
+def test_a_published_runs_page_shows_the_headline_the_list_shows(client):
+    run = published_q32t1_run()
+    headlines = client.get(run.get_absolute_url()).context["headlines"]
+    assert [h["label"] for h in headlines] == ["4K random read"]
+    assert headlines[0]["mean"] == pytest.approx(17000)
+
+
 def test_a_published_result_of_another_workload_is_not_the_headline():
     call_command("load_reference")
     matches = reads.headline_results()
