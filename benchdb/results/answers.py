@@ -241,7 +241,7 @@ rank_settings = declare(
 listed_facet_counts = declare(
     "listed_facet_counts",
     "benchdb.results.reads:listed_facet_counts",
-    version=1,
+    version=2,
     defaults=[()],
 )
 home_counts = declare(

@@ -786,28 +786,18 @@ def facets_and_total(
         stored, found = _stored_facet_counts()
         known = {n: stored[n] for n in unfiltered}
         freshness = answer_cache.freshness_of(found)
-    # Counted live over at most cap + 1 runs each (``bounded_runs``): exact
-    # below the cap; above it a facet's counts are lower bounds ("partial").
-    cap = count_cap()
-    filtered = bounded_runs(filterset.qs, cap)
-    chosen = {
-        n: qs if n in known else bounded_runs(qs, cap) for n, qs in chosen.items()
-    }
     # One GROUPING SETS query for every facet not chosen, one per chosen facet
-    # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each.
-    counts = summaries.facet_counts(base, filtered, chosen, known)
+    # (benchdb/results/summaries.py), instead of a COUNT(DISTINCT) scan each;
+    # each over at most cap + 1 runs: exact below the cap, above it a
+    # facet's counts are lower bounds ("partial").
+    cap = count_cap()
+    counts = summaries.facet_counts(base, filterset.qs, chosen, known, cap + 1)
     runs = summaries.rows_counted(counts, chosen)
     partial = {
         n for n, by in counts.items() if n not in known and sum(by.values()) > cap
     }
     menu = _facet_menu(params, counts, partial)
     return menu, Total(runs, bounded=True), freshness
-
-
-def bounded_runs(qs: QuerySet, cap: int) -> RunQuerySet:
-    """At most ``cap + 1`` runs of ``qs`` (any of them), as a queryset that
-    can be grouped and counted: a count over them costs what the cap does."""
-    return Run.objects.filter(pk__in=qs.order_by().values("pk")[: cap + 1])
 
 
 def _facet_menu(params, counts: dict[str, dict], partial=frozenset()) -> list[dict]:

@@ -25,8 +25,11 @@ from benchdb.results.overheads import pair_overheads
 from benchdb.results.vocab import CACHE_MODES, FACET_PATHS, LAYOUT, Visibility
 
 
-def _grouped_counts(qs: QuerySet, names: Iterable[str]) -> dict[str, dict]:
-    """{facet: {value: runs}} for ``names`` over ``qs``, in one query."""
+def _grouped_counts(
+    qs: QuerySet, names: Iterable[str], limit: int | None = None
+) -> dict[str, dict]:
+    """{facet: {value: runs}} for ``names`` over ``qs`` (over at most
+    ``limit`` of its runs, any of them, when given), in one query."""
     names = list(names)
     if not names:
         return {}
@@ -34,6 +37,8 @@ def _grouped_counts(qs: QuerySet, names: Iterable[str]) -> dict[str, dict]:
     inner = qs.order_by().values(
         **{alias: F(FACET_PATHS[name]) for name, alias in aliases.items()}
     )
+    if limit is not None:
+        inner = inner[:limit]
     sql, params = inner.query.sql_with_params()
     cols = ", ".join(aliases.values())
     sets = ", ".join(f"({a})" for a in aliases.values())
@@ -58,6 +63,7 @@ def facet_counts(
     filtered: QuerySet,
     chosen: dict[str, QuerySet],
     known: dict[str, dict] | None = None,
+    limit: int | None = None,
 ) -> dict[str, dict]:
     """Counts per facet value: over ``filtered`` for facets the reader has not
     chosen (one query for all of them), and over ``chosen[name]`` (the
@@ -65,15 +71,20 @@ def facet_counts(
     so its other values stay visible and can be added to the selection.
     ``known``: counts of chosen facets the caller has already (value -> runs,
     hosts under their guests' platforms included), not counted again.
+    ``limit``: each count is over at most this many runs (a longer list's
+    counts are then lower bounds).
     """
     known = known or {}
-    out = _grouped_counts(filtered, [n for n in FACET_PATHS if n not in chosen])
+    not_chosen = [n for n in FACET_PATHS if n not in chosen]
+    out = _grouped_counts(filtered, not_chosen, limit)
     for name, qs in chosen.items():
         if name in known:
             out[name] = dict(known[name])
         else:
-            out.update(_grouped_counts(qs, [name]))
+            out.update(_grouped_counts(qs, [name], limit))
     if "platform" not in known:
+        # Not limited: driven by the guests' baseline index, it reads the
+        # hosts' guests, not the list (a limit made it scan for hosts).
         add_hosts_by_guest_platform(chosen.get("platform", filtered), out["platform"])
     return out
 
