@@ -165,7 +165,7 @@ def _first_workload(question: str) -> list:
     options = reports.choose_workload(
         question, workloads(question), workload_coverage(question, {})
     )
-    return options[:1]
+    return [reports.workload_arg(w) for w in options[:1]]
 
 
 workloads = declare(

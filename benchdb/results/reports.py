@@ -192,6 +192,14 @@ def coverage_score(question: str, entry: dict | None) -> tuple:
     return (entry["systems"], 0, entry["runs"])
 
 
+def workload_arg(workload: dict) -> dict:
+    """A workload as the stored answers take it (their argument): its test,
+    title and figure, not how many runs it has, which moves with every
+    upload (a key of its own each time, and every older one computed again
+    by each refresh while it was still asked for)."""
+    return {k: workload[k] for k in ("test_id", "title", "metric")}
+
+
 def choose_workload(question: str, options: list[dict], coverage: dict) -> list:
     """``options`` (the question's workloads) best first for a setup by its
     ``coverage`` (``coverage_score``); the list's own order breaks ties."""

@@ -101,14 +101,15 @@ def chosen_setup(params) -> dict:
 
 def chosen_workload(params, options: list[dict]) -> dict | None:
     """The workload asked for (else the first: the setup's best), as the
-    stored answers take it: without the form's label and coverage."""
+    stored answers take it (``reports.workload_arg``): without the form's
+    label and coverage, nor its number of runs."""
     wanted = params.get("workload", "")
     chosen = next((w for w in options if w["test_id"] == wanted), None) or (
         options[0] if options else None
     )
     if chosen is None:
         return None
-    return {k: v for k, v in chosen.items() if k not in ("label", "coverage")}
+    return reports.workload_arg(chosen)
 
 
 def agent_command(setup: dict, server: str, cache_sweep: bool) -> str:

@@ -171,3 +171,23 @@ def test_incremental_refreshes_equal_a_full_recompute_after_any_changes():
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM results_answersummary")
         assert cursor.fetchone()[0] >= len(calls)
+
+
+def stored_keys() -> set[tuple[str, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, args FROM results_answersummary")
+        return set(cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_upload_stores_no_new_default_answer():
+    """The reports' defaults take their workload without its number of runs
+    (``reports.workload_arg``): an upload changes no key, so no answer for
+    an older count lingers, stale, for every refresh to compute again."""
+    generate(systems=12)
+    refresh.refresh(full=True)
+    before = stored_keys()
+    upload("hdd")
+    out = refresh.refresh()
+    assert stored_keys() == before
+    assert len(out["recomputed"]) + out["restamped"] <= len(before)
