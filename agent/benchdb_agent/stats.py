@@ -142,7 +142,9 @@ def summarize(values) -> dict:
     }
     if xs and min(xs) > 0:
         log_mean, log_sd = mean_sd([math.log(v) for v in xs])
-        out["gmean"] = math.exp(log_mean)
+        # Within the repeats' range, as it is exactly: exp(log(x)) of one
+        # repeat (or of equal ones) is x give or take the last bit.
+        out["gmean"] = min(max(math.exp(log_mean), out["min"]), out["max"])
         if n >= MIN_REPEATS:
             half = t_quantile(CONFIDENCE, n - 1) * log_sd / math.sqrt(n)
             out["ci95_low"] = math.exp(log_mean - half)

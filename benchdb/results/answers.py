@@ -171,7 +171,7 @@ def _first_workload(question: str) -> list:
 workloads = declare(
     "workloads",
     "benchdb.results.reports:workloads",
-    version=4,
+    version=5,
     defaults=[("cache",), ("overhead",)],
 )
 workload_coverage = declare(
@@ -189,28 +189,28 @@ setups_with_data = declare(
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=5,
+    version=6,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup",
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
-    version=4,
+    version=5,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup_workload",
 )
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
-    version=6,
+    version=7,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
     reached="benchdb.results.changes:setup",
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
-    version=6,
+    version=7,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
     reached="benchdb.results.changes:field_setup",
 )
@@ -220,19 +220,19 @@ overhead_by = declare(
 distribution = declare(
     "distribution",
     "benchdb.results.population:distribution_over",
-    version=4,
+    version=5,
     reached="benchdb.results.changes:filters_test",
 )
 compare_sets = declare(
     "compare_sets",
     "benchdb.results.population:compare_sets_over",
-    version=4,
+    version=5,
     reached="benchdb.results.changes:two_filters_test",
 )
 rank_settings = declare(
     "rank_settings",
     "benchdb.results.population:rank_settings_over",
-    version=4,
+    version=5,
     reached="benchdb.results.changes:filters_facet_test",
 )
 
@@ -250,7 +250,7 @@ home_counts = declare(
 overhead_summary = declare(
     "overhead_summary",
     "benchdb.results.reads:overhead_summary_answer",
-    version=3,
+    version=4,
     defaults=[()],
 )
 cache_mode_group_page = declare(
@@ -264,12 +264,12 @@ cache_mode_group_page = declare(
 # Similar systems and aggregates (results.compare) ----------------------------
 
 similar_population = declare(
-    "similar_population", "benchdb.results.similar:similar_population", version=2
+    "similar_population", "benchdb.results.similar:similar_population", version=3
 )
 aggregates = declare(
     "aggregates",
     "benchdb.results.aggregates:stored_aggregates",
-    version=3,
+    version=4,
     reached="benchdb.results.changes:filters_test",
 )
 

@@ -54,8 +54,8 @@ MAIN_METRICS = {
     )
 }
 
-# Metrics that have a column on Result (the mean over repeats of the main
-# direction), so ranks and aggregates are computed in SQL.
+# Metrics that have a column on Result (the run's figure of the main
+# direction, ``stats.centre``), so ranks and aggregates are computed in SQL.
 METRIC_COLUMNS = {
     "iops": "iops_mean",
     "bw_bytes": "bw_bytes_mean",

@@ -514,12 +514,25 @@ class Run(models.Model):
         return self.visibility == Visibility.PUBLIC and not self.hidden
 
 
+# What a result's figure columns hold (``stats.centre``), for the API schema.
+FIGURE = (
+    "The run's figure (%s) in the main direction, as its pages show it: the "
+    "geometric mean of the repeats (the arithmetic mean where a repeat "
+    "measured zero)."
+)
+
+
 class Result(models.Model):
     """One test of a run (one test id) and the statistics over its repeats.
 
-    ``stats`` holds, per direction and metric, ``{"n", "mean", "stdev",
-    "ci95_low", "ci95_high"}`` in the metric's unit; the ``*_mean`` columns
-    copy the main figures so lists and aggregates can sort and filter in SQL.
+    ``stats`` holds, per direction and metric, ``{"n", "mean", "gmean",
+    "stdev", "ci95_low", "ci95_high"…}`` in the metric's unit; the
+    ``iops_mean``, ``bw_bytes_mean`` and ``lat_mean_ns_mean`` columns hold the
+    run's figure of the main direction as every page shows it
+    (``stats.centre``: the geometric mean of the repeats, the arithmetic one
+    where a repeat measured zero), so lists, ranks, reports and exports sort
+    and filter in SQL on the run page's number.  Their names are the API's
+    and the exports' field names, kept as published.
     """
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="results")
@@ -556,9 +569,13 @@ class Result(models.Model):
     overhead_version = models.PositiveSmallIntegerField(
         null=True, blank=True, editable=False
     )
-    iops_mean = models.FloatField(null=True, blank=True)
-    bw_bytes_mean = models.FloatField(null=True, blank=True)
-    lat_mean_ns_mean = models.FloatField(null=True, blank=True)
+    iops_mean = models.FloatField(null=True, blank=True, help_text=FIGURE % "IOPS")
+    bw_bytes_mean = models.FloatField(
+        null=True, blank=True, help_text=FIGURE % "bandwidth, bytes/s"
+    )
+    lat_mean_ns_mean = models.FloatField(
+        null=True, blank=True, help_text=FIGURE % "mean latency, ns"
+    )
 
     class Meta:
         ordering = ["run", "test_id"]

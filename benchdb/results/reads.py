@@ -1133,15 +1133,13 @@ FALLBACK_METRICS = ("iops", "bw_bytes", "lat_mean_ns", "runtime_s")
 
 
 def mean_of(result: Result, metric: str | None) -> float | None:
-    """``metric`` in the result's main direction, if stored: the geometric
-    mean (the centre of the overhead's interval), else the arithmetic one."""
+    """``metric`` in the result's main direction, if stored: the run's
+    figure (``stats.centre``), the centre of the overhead's interval."""
     if not metric:
         return None
     direction = (result.stats or {}).get("main_direction")
     summary = ((result.stats or {}).get("directions") or {}).get(direction) or {}
-    figure = summary.get(metric) or {}
-    gmean = figure.get("gmean")
-    return gmean if gmean is not None else figure.get("mean")
+    return stats.centre(summary.get(metric) or {})
 
 
 OVERHEAD_PAGE_GUESTS = 10

@@ -169,6 +169,18 @@ def is_percentile(metric: str) -> bool:
     return metric.startswith("clat_p")
 
 
+def centre(summary: dict) -> float | None:
+    """A run's figure of one metric, from its summary (``summarize``): the
+    geometric mean of the repeats, the centre of the 95% interval drawn with
+    it, so a value and its whisker are about the same quantity.  The
+    arithmetic mean only where there is no geometric mean (a repeat measured
+    zero), and then there is no interval either.  What the run page, the
+    compare page, the agent's table and the stored ``Result`` figure columns
+    (lists, ranks, reports, exports) all show."""
+    g = summary.get("gmean")
+    return g if g is not None else summary.get("mean")
+
+
 def summarize_metric(metric: str, values: Sequence[float]) -> dict:
     """``summarize``, or for a percentile each repeat's value and their range."""
     if is_percentile(metric):
@@ -584,7 +596,9 @@ def summary_rows(samples: Sequence[Sample], confidence: float = CONFIDENCE) -> l
         gmean = low = high = None
         lm = s.log_mean
         if lm is not None:
-            gmean = exp(lm)
+            # Within the repeats' range, as it is exactly: exp(log(x)) of one
+            # repeat (or of equal ones) is x give or take the last bit.
+            gmean = min(max(exp(lm), s.min), s.max)
             if n >= MIN_REPEATS:
                 half = quantile[n] * s.log_sd / sqrt(n)
                 low = exp(lm - half)

@@ -21,7 +21,11 @@ from django.utils.timezone import template_localtime
 
 from benchdb.results import vocab
 from benchdb.results.metrics import main_metric, workload_test_id
-from benchdb.results.stats import too_noisy_text, too_wide
+from benchdb.results.stats import (  # centre: the figure a bar or headline shows
+    centre,
+    too_noisy_text,
+    too_wide,
+)
 from benchdb.web.templatetags.benchdb_format import (
     human,
     interval_text,
@@ -158,16 +162,6 @@ def mark(entry: dict, is_reference: bool, unsafe: bool = False) -> str:
     if verdict:
         return "? cannot tell"
     return ""
-
-
-def centre(entry: dict) -> float | None:
-    """The figure a bar, a point or a headline shows: the geometric mean, the
-    centre of the 95% interval drawn with it (``stats.summarize``), so a value
-    and its whisker are about the same quantity.  The arithmetic mean only
-    where there is no geometric mean (a repeat measured zero), and then
-    there is no interval either."""
-    g = entry.get("gmean")
-    return g if g is not None else entry.get("mean")
 
 
 def _interval(entry: dict) -> tuple:

@@ -277,7 +277,10 @@ def test_it_saves_a_comparison_as_a_share_link(api, trio):
 def test_it_ranks_a_run_among_similar_systems(api, trio):
     bundles, runs = trio
     means = {
-        name: statistics.mean(repeat_values(bundles[name], READ, "read", "iops"))
+        # Each run's figure: the geometric mean of its repeats, as on its page.
+        name: statistics.geometric_mean(
+            repeat_values(bundles[name], READ, "read", "iops")
+        )
         for name in bundles
     }
     response = api.get(f"/api/v1/runs/{runs['slow'].pk}/similar/?test_id={READ}")
@@ -314,7 +317,7 @@ def test_it_aggregates_in_postgresql_by_a_facet(api, fio):
         )
         store_bundle(bundle)
         values[mode].append(
-            statistics.mean(repeat_values(bundle, READ, "read", "iops"))
+            statistics.geometric_mean(repeat_values(bundle, READ, "read", "iops"))
         )
     response = api.get(
         f"/api/v1/aggregates/?test_id={READ}&metric=iops&group_by=cache_mode"

@@ -1,7 +1,8 @@
 """The agent's end-of-run table and the run page show the same figure and the
 same interval for every test (issue 29): both are the geometric mean of the
 repeats with its log-scale 95% interval, defined once in
-``benchdb_agent.stats``."""
+``benchdb_agent.stats``; and so does the stored figure a list, a rank or a
+report reads of the run (issue 30)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchdb.results.ingest import store_bundle
+from benchdb.results.metrics import METRIC_COLUMNS
 from benchdb.web.templatetags.benchdb_format import metric_words
 from benchdb_agent import runner, suite
 
@@ -59,12 +61,16 @@ def assert_same(client, doc) -> int:
     page = page_figures(client, run)
     table = table_rows(doc)
     metric_of = {t["test_id"]: t["metric"] for t in suite.tests_for("full")}
+    stored = {r.test_id: r for r in run.results.all()}
     compared = 0
     for test in doc["tests"]:
         metric = metric_of[test["test_id"]]
         figure, interval = page[(test["test_id"], metric_words(metric))]
         cells = table[test["test_id"]]
         assert cells[1] == figure, (test["test_id"], cells, figure)
+        # The stored figure lists, ranks, reports and exports read (issue 30).
+        column = getattr(stored[test["test_id"]], METRIC_COLUMNS[metric])
+        assert runner.stats.human(column, metric) == figure, (test, column)
         assert cells[2].replace(" (min-max)", "") == interval, (cells, interval)
         compared += 1
     return compared
