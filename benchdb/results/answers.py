@@ -189,7 +189,7 @@ setups_with_data = declare(
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=6,
+    version=7,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup",
 )
@@ -203,14 +203,14 @@ cache_mode_ranking = declare(
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
-    version=7,
+    version=8,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
     reached="benchdb.results.changes:setup",
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
-    version=7,
+    version=8,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
     reached="benchdb.results.changes:field_setup",
 )
@@ -226,7 +226,7 @@ distribution = declare(
 compare_sets = declare(
     "compare_sets",
     "benchdb.results.population:compare_sets_over",
-    version=5,
+    version=6,
     reached="benchdb.results.changes:two_filters_test",
 )
 rank_settings = declare(

@@ -463,18 +463,15 @@ def _population_verdict(out: dict, hib: bool | None, margin: float) -> dict:
         f"{out['confidence'] * 100:g}% CI {stats.format_percent(v['percent_low'])}…"
         f"{stats.format_percent(v['percent_high'])}"
     )
-    lo_band, hi_band = stats.equivalence_band(margin)
-    if out["low"] > 1.0 or out["high"] < 1.0:
-        up = out["ratio"] > 1.0
-        if hib is None:
-            word = "higher" if up else "lower"
-            v["verdict"] = stats.FASTER if up else stats.SLOWER
-        else:
-            word = stats.FASTER if (up == hib) else stats.SLOWER
-            v["verdict"] = word
+    v["verdict"] = stats.interval_verdict(
+        out["ratio"], out["low"], out["high"], hib, margin
+    )
+    if v["verdict"] in (stats.FASTER, stats.SLOWER):
+        word = v["verdict"]
+        if hib is None:  # no better direction: say which way it went
+            word = "higher" if out["ratio"] > 1.0 else "lower"
         v["text"] = f"{word} by {abs(v['percent']):.1f}% ({ci}, {basis})"
-    elif lo_band <= out["low"] and out["high"] <= hi_band:
-        v["verdict"] = stats.EQUIVALENT
+    elif v["verdict"] == stats.EQUIVALENT:
         v["text"] = f"no difference larger than {margin:g}% (equivalent; {ci}, {basis})"
     else:
         v["text"] = f"cannot tell: too few systems or too much spread ({ci}, {basis})"

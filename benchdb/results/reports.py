@@ -136,6 +136,9 @@ def cache_mode_answers(setup: dict, workload: dict) -> list[dict]:
     return out
 
 
+# A mode faster than cache=none because it loses flushed data on a host
+# power failure: its one wording, on the reports and the compare page
+# (``web.present.mark``), never a green "better".
 UNSAFE_FASTER = "faster, but loses data on a host power failure"
 
 # Why a guest can beat its own bare-metal host, said beside every such figure.
@@ -371,17 +374,13 @@ def _overhead_verdict(over: dict, metric: str) -> dict:
         ci = f"95% interval {stats.too_noisy_text(out['runs'], 'pair')}"
     else:
         ci = f"95% CI {out['low']:.2f}–{out['high']:.2f}× host"
-    lo_band, hi_band = stats.equivalence_band(margin)
-    if out["low"] > 1.0 or out["high"] < 1.0:
-        up = out["ratio"] > 1.0
-        better = up if hib is not False else not up
-        out["verdict"] = stats.FASTER if better else stats.SLOWER
-        word = "faster" if better else "slower"
+    verdict = stats.interval_verdict(out["ratio"], out["low"], out["high"], hib, margin)
+    out["verdict"] = verdict
+    if verdict in (stats.FASTER, stats.SLOWER):
         out["text"] = (
-            f"the guest is {word} than bare metal: {out['ratio']:.2f}× host ({ci})"
+            f"the guest is {verdict} than bare metal: {out['ratio']:.2f}× host ({ci})"
         )
-    elif lo_band <= out["low"] and out["high"] <= hi_band:
-        out["verdict"] = stats.EQUIVALENT
+    elif verdict == stats.EQUIVALENT:
         out["text"] = f"no difference larger than {margin:g}% from bare metal ({ci})"
     else:
         out["text"] = f"cannot tell yet: too few systems or too much spread ({ci})"

@@ -331,6 +331,29 @@ def equivalence_band(margin_percent: float = EQUIVALENCE_PERCENT) -> tuple:
     return 1.0 / hi, hi
 
 
+def interval_verdict(
+    ratio: float,
+    low: float,
+    high: float,
+    higher_is_better: bool | None,
+    margin_percent: float = EQUIVALENCE_PERCENT,
+) -> str:
+    """An across-runs effect's verdict from its interval alone (the reports'
+    and the population answers'): ``FASTER`` or ``SLOWER`` when the interval
+    ``low``…``high`` of ``ratio`` excludes 1 (which is better by
+    ``higher_is_better``; up counts as faster when neither is),
+    ``EQUIVALENT`` when it lies inside the equivalence band
+    (``equivalence_band``), else ``CANNOT_TELL``."""
+    if low > 1.0 or high < 1.0:
+        up = ratio > 1.0
+        better = up if higher_is_better is not False else not up
+        return FASTER if better else SLOWER
+    lo_band, hi_band = equivalence_band(margin_percent)
+    if lo_band <= low and high <= hi_band:
+        return EQUIVALENT
+    return CANNOT_TELL
+
+
 def verdict(
     r: dict,
     p_adjusted: float | None,

@@ -21,6 +21,7 @@ from django.utils.timezone import template_localtime
 
 from benchdb.results import vocab
 from benchdb.results.metrics import main_metric, workload_test_id
+from benchdb.results.reports import UNSAFE_FASTER
 from benchdb.results.stats import (  # centre: the figure a bar or headline shows
     centre,
     too_noisy_text,
@@ -138,11 +139,6 @@ def group_slug(test: dict) -> str:
     return _slug(test["group"] or "other")
 
 
-# A faster run whose cache mode loses flushed data on a host power failure
-# (``loses_data``): never "▲ better", which pages colour green.
-UNSAFE_FASTER = "⚠ unsafe on host power loss:"
-
-
 def mark(entry: dict, is_reference: bool, unsafe: bool = False) -> str:
     """A bar's significance against the reference, in one or two characters
     plus a word: ▲ better, ▼ worse, = same, ? cannot tell; ⚠ for a run
@@ -152,7 +148,8 @@ def mark(entry: dict, is_reference: bool, unsafe: bool = False) -> str:
     verdict = entry.get("verdict")
     better = entry.get("better")
     if verdict in ("faster", "better") or (verdict == "significant" and better):
-        return UNSAFE_FASTER if unsafe else "▲ better"
+        # Never "▲ better" (pages colour it green): the reports' words.
+        return f"⚠ {UNSAFE_FASTER}:" if unsafe else "▲ better"
     if verdict in ("slower", "worse") or (verdict == "significant" and better is False):
         return "▼ worse"
     if verdict == "equivalent":

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchdb.results import stats
+from benchdb.results import reports, stats
 from benchdb.results.models import Measurement, Result, Run
 from tests.browser.test_every_page import OVERFLOW
 
@@ -206,7 +206,7 @@ def test_six_runs_read_on_a_desktop_and_a_phone(
     for row in rows.all():
         text = row.inner_text()
         assert "better" not in text and "▲" not in text
-        assert "unsafe on host power loss" in text
+        assert reports.UNSAFE_FASTER in text
         colour = row.locator(".mk").evaluate("e => getComputedStyle(e).color")
         assert colour != "rgb(43, 138, 62)"
         assert "safety-unsafe" in row.get_attribute("class")
