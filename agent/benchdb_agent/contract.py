@@ -648,7 +648,7 @@ def _compare_options(out: Checked, test: dict, parsed: list, pointer: str) -> No
         )
 
 
-def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records):
+def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records, loads):
     """Check one raw output; (its tool, format, tool version, parsed
     records and what it says of its workload) when it
     parses, for ``_identity``."""
@@ -667,7 +667,11 @@ def _raw(out: Checked, raw, test: dict, pointer: str, rep_pointer: str, records)
         return
     try:
         parsed = parsers.parse(
-            text, fmt, source=pointer, direction=parse_direction(raw, test)
+            text,
+            fmt,
+            source=pointer,
+            direction=parse_direction(raw, test),
+            loads=loads,
         )
     except (ValueError, KeyError, TypeError) as exc:
         out.add(pointer, f"the {fmt} output does not parse: {exc}")
@@ -825,6 +829,7 @@ def _test(
     needs_raw: bool,
     seen: set,
     bundle: Optional[dict] = None,
+    loads=None,
 ) -> None:
     if not isinstance(test, dict):
         out.add(pointer, "must be an object")
@@ -883,7 +888,9 @@ def _test(
             elif not records:
                 out.add(f"{where}/records", "must hold at least one record")
         else:
-            found = _raw(out, raw, test, f"{where}/raw", where, repeat.get("records"))
+            found = _raw(
+                out, raw, test, f"{where}/raw", where, repeat.get("records"), loads
+            )
             if found is not None:
                 raws.append(found)
     if needs_raw and bundle is not None and raws:
@@ -917,11 +924,12 @@ def _environment(out: Checked, env: dict, pointer: str) -> None:
         out.add(f"{where}/mount_options", "must be an array of strings")
 
 
-def check(doc, *, allow_published: bool = False, now=None) -> Checked:
+def check(doc, *, allow_published: bool = False, now=None, loads=None) -> Checked:
     """Every problem of a bundle; ``Checked.errors`` is empty when it is valid.
 
     ``allow_published``: published reference figures (source "published",
     without raw outputs), which only the server's staff may send.
+    ``loads``: what reads the raw outputs that are JSON (``parsers.parse``).
     """
     out = Checked()
     if not isinstance(doc, dict):
@@ -1019,6 +1027,7 @@ def check(doc, *, allow_published: bool = False, now=None) -> Checked:
             needs_raw=source != "published",
             seen=seen,
             bundle=doc,
+            loads=loads,
         )
     return out
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from benchdb.lib.collector import paused_gc
+from benchdb.results.models import read_json
 from benchdb_agent import contract
 
 # ASCII digits only: str.isdigit() also accepts "¹", which int() refuses.
@@ -32,7 +33,8 @@ def check_upload(doc, *, allow_published: bool = False) -> contract.Checked:
     ``allow_published``: the sender is staff.
     """
     with paused_gc():
-        return contract.check(doc, allow_published=allow_published)
+        # The raw outputs' JSON read by orjson: the values json.loads gives.
+        return contract.check(doc, allow_published=allow_published, loads=read_json)
 
 
 def check_bundle(doc, *, allow_published: bool = False, parse=None) -> list[dict]:

@@ -37,6 +37,7 @@ from benchdb.results.models import (
     RawOutput,
     Result,
     Run,
+    read_json,
 )
 from benchdb.results.vocab import SETTINGS, DiskType, Role, Source, Visibility
 from benchdb_agent import contract, parsers
@@ -240,6 +241,7 @@ def reparse_test(
                     raw.get("format"),
                     source=where,
                     direction=parse_direction(raw, test),
+                    loads=read_json,
                 )
             except (ValueError, KeyError, OSError) as exc:
                 raise IngestError([{"pointer": where, "message": str(exc)}]) from exc

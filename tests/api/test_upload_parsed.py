@@ -14,14 +14,16 @@ import base64
 import copy
 import gzip
 import json
+import re
 import uuid
+from pathlib import Path
 
 import pytest
 
 from benchdb.results import ingest, tasks
 from benchdb.results.ingest import IngestError, parsed_of, reparse_test
-from benchdb.results.models import Measurement, Submission
-from benchdb_agent import contract
+from benchdb.results.models import Measurement, Submission, read_json
+from benchdb_agent import contract, parsers
 from tests.api.conftest import token_client
 from tests.api.factories import make_bundle
 
@@ -166,3 +168,37 @@ def test_what_the_worker_would_refuse_the_api_refuses_first(fio, alice, tamper):
     response = token_client(alice).post("/api/v1/submissions/", bundle, format="json")
     assert response.status_code == 400, response.content
     assert not Submission.objects.filter(bundle_id=bundle["bundle_id"]).exists()
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+JSON_SAMPLES = [
+    *(("fio-json", p) for p in sorted((SAMPLES / "fio").glob("*.json*"))),
+    *(("ioping-json", p) for p in sorted((SAMPLES / "ioping").glob("*.json"))),
+    *(("yabs-json", p) for p in sorted((SAMPLES / "yabs").glob("*.json"))),
+]
+
+
+@pytest.mark.parametrize(("fmt", "path"), JSON_SAMPLES, ids=lambda v: str(v)[-40:])
+def test_raw_json_read_by_orjson_parses_to_the_same_records(fmt, path):
+    """The API's check reads raw JSON outputs with ``read_json``: the same
+    records, number types included, as the agent's ``json.loads`` gives."""
+    text = path.read_text()
+    variants = [text]
+    if fmt == "fio-json":
+        # Lines after the document (orjson refuses them: json's decoder
+        # reads it), and an integer past 64 bits (orjson: a float).
+        variants += [text + "\nfio: file hash not empty on exit\n"]
+        variants += [
+            re.sub(r'"io_bytes" : \d+', '"io_bytes" : 12345678901234567890123', text)
+        ]
+    for variant in variants:
+        reads = []
+
+        def loads(doc, reads=reads):
+            reads.append(len(doc))
+            return read_json(doc)
+
+        fast = parsers.parse(variant, fmt, source="x", direction="read", loads=loads)
+        plain = parsers.parse(variant, fmt, source="x", direction="read")
+        assert reads, "the JSON was not read by the given loads"
+        assert repr(fast) == repr(plain)

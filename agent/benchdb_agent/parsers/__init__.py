@@ -43,19 +43,19 @@ FORMATS = (
 )
 
 _PARSERS = {
-    "fio-json": lambda t, s, d: fio.parse_json(t, s),
-    "fio-terse": lambda t, s, d: fio.parse_terse(t, s),
-    "fio-normal": lambda t, s, d: fio.parse_normal(t, s),
-    "ioping-human": ioping.parse_human,
-    "ioping-batch": ioping.parse_batch,
-    "ioping-json": ioping.parse_json,
-    "dd": dd.parse,
-    "crystaldiskmark": crystaldiskmark.parse,
-    "diskspd-xml": diskspd.parse_xml,
-    "diskspd-text": diskspd.parse_text,
-    "yabs-json": yabs.parse_json,
-    "yabs-text": yabs.parse_text,
-    "pts-composite": pts.parse,
+    "fio-json": lambda t, s, d, j: fio.parse_json(t, s, loads=j),
+    "fio-terse": lambda t, s, d, j: fio.parse_terse(t, s),
+    "fio-normal": lambda t, s, d, j: fio.parse_normal(t, s),
+    "ioping-human": lambda t, s, d, j: ioping.parse_human(t, s, d),
+    "ioping-batch": lambda t, s, d, j: ioping.parse_batch(t, s, d),
+    "ioping-json": lambda t, s, d, j: ioping.parse_json(t, s, d, loads=j),
+    "dd": lambda t, s, d, j: dd.parse(t, s, d),
+    "crystaldiskmark": lambda t, s, d, j: crystaldiskmark.parse(t, s, d),
+    "diskspd-xml": lambda t, s, d, j: diskspd.parse_xml(t, s, d),
+    "diskspd-text": lambda t, s, d, j: diskspd.parse_text(t, s, d),
+    "yabs-json": lambda t, s, d, j: yabs.parse_json(t, s, d, loads=j),
+    "yabs-text": lambda t, s, d, j: yabs.parse_text(t, s, d),
+    "pts-composite": lambda t, s, d, j: pts.parse(t, s, d),
 }
 
 
@@ -102,10 +102,17 @@ def detect_format(text: str) -> str | None:
 
 
 def parse(
-    text: str, fmt: str | None = None, *, source: str = "<input>", direction=None
+    text: str,
+    fmt: str | None = None,
+    *,
+    source: str = "<input>",
+    direction=None,
+    loads=None,
 ) -> dict:
     """Parse one tool output; ``direction`` names read/write where the output
-    itself cannot (dd, ioping -B)."""
+    itself cannot (dd, ioping -B).  ``loads`` reads the JSON outputs (fio,
+    ioping, YABS): a function that gives what ``json.loads`` gives, or raises
+    what it raises (the server's is faster); None: ``json.loads``."""
     if not isinstance(text, str):
         raise ParseError(source, "expected text")
     if fmt is None:
@@ -123,6 +130,6 @@ def parse(
         raise ParseError(
             source, f"direction must be read, write or trim, not {direction!r}"
         )
-    result = _PARSERS[fmt](text, source, direction)
+    result = _PARSERS[fmt](text, source, direction, loads)
     result["format"] = fmt
     return result

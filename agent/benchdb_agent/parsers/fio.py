@@ -85,12 +85,24 @@ def _lat(block, field: str, scale: int, source: str, what: str):
     return from_json_number(block.get(field), scale, source, what)
 
 
-def parse_json(text: str, source: str) -> dict:
+def _document(text: str, loads):
+    """The JSON document ``text`` starts with (lines fio printed after it
+    ignored): by ``loads`` when it reads it whole, else by json's decoder."""
+    if loads is not None:
+        try:
+            return loads(text)
+        except ValueError:
+            pass  # text after the document (or malformed: json says where)
+    return json.JSONDecoder().raw_decode(text)[0]
+
+
+def parse_json(text: str, source: str, loads=None) -> dict:
+    """fio's JSON output; ``loads``: as for ``parsers.parse``."""
     start = text.find("{")
     if start < 0:
         raise ParseError(source, "expected fio JSON output (no '{' found)")
     try:
-        doc, _end = json.JSONDecoder().raw_decode(text[start:])
+        doc = _document(text[start:], loads)
     except json.JSONDecodeError as exc:
         raise ParseError(source, f"fio JSON is malformed or truncated: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):

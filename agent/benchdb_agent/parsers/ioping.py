@@ -169,9 +169,12 @@ def _is_number(s: str) -> bool:
     return re.fullmatch(NUMBER, s) is not None
 
 
-def parse_json(text: str, source: str, direction: str | None = None) -> dict:
+def parse_json(
+    text: str, source: str, direction: str | None = None, loads=None
+) -> dict:
+    """ioping -J output; ``loads``: as for ``parsers.parse``."""
     try:
-        doc = json.loads(text)
+        doc = (loads or json.loads)(text)
     except json.JSONDecodeError as exc:
         raise ParseError(
             source, f"ioping JSON is malformed or truncated: {exc}"

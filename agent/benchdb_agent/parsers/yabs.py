@@ -74,9 +74,10 @@ def _job(bs: str, direction: str, **figures) -> dict:
     return rec
 
 
-def parse_json(text: str, source: str, direction=None) -> dict:
+def parse_json(text: str, source: str, direction=None, loads=None) -> dict:
+    """YABS's JSON output; ``loads``: as for ``parsers.parse``."""
     try:
-        doc = json.loads(text)
+        doc = (loads or json.loads)(text)
     except json.JSONDecodeError as exc:
         raise ParseError(
             source, f"YABS JSON is malformed or truncated: {exc}"
