@@ -264,7 +264,10 @@ cache_mode_group_page = declare(
 # Similar systems and aggregates (results.compare) ----------------------------
 
 similar_population = declare(
-    "similar_population", "benchdb.results.similar:similar_population", version=3
+    "similar_population",
+    "benchdb.results.similar:similar_population",
+    version=3,
+    reached="benchdb.results.changes:comparability_key",
 )
 aggregates = declare(
     "aggregates",

@@ -8,7 +8,12 @@ changed run can change it only if it, or a guest paired with it, matches
 those filters and has a result of that test.  That is asked of the changed
 runs alone, whatever their state now (a hidden or private run was in the
 population before), so the cost of the question is that of the change, not
-of the table.  A deleted run cannot be asked about: it reaches every answer.
+of the table.  That holds for the filters on what a run is (its platform,
+disk, cache mode…), which only an edit or a retag changes; such a write
+logs an unnamed change beside the run (``refresh.announce(moved=True)``:
+what it was is not what it is), and so does any write outside the write
+functions.  A deleted run cannot be asked about either.  Those, and the
+filters on a run's state (``STATE_FILTERS``), reach every answer.
 
 Each function here takes the changed run ids and then the answer's own
 arguments (as stored), and is named by the catalogue (``reached`` of
@@ -23,6 +28,18 @@ from django.db.models import Q
 from benchdb.results import answer_cache
 from benchdb.results.models import Result, Run
 
+# Filters on a run's state, which the write functions change without moving
+# the run (a flag, a hide, a visibility; a baseline shown or not, which is
+# another run's state): whether a changed run, or another, matched them
+# before cannot be told from what it is now.  An answer over them is reached
+# by any change.
+STATE_FILTERS = frozenset({"suspect", "visibility", "has_baseline"})
+
+
+def _deleted(changed: list[int]) -> bool:
+    """Is one of the runs gone (what it was cannot be asked)?"""
+    return Run.objects.filter(pk__in=changed).count() < len(set(changed))
+
 
 def _reaches(changed: list[int], filters, test_id: str | None) -> bool:
     """Could the runs ``changed`` change an answer over the runs ``filters``
@@ -30,8 +47,8 @@ def _reaches(changed: list[int], filters, test_id: str | None) -> bool:
     (None: any of their tests)?"""
     from benchdb.results.population import filter_runs
 
-    if Run.objects.filter(pk__in=changed).count() < len(set(changed)):
-        return True  # a deleted run: what it was is gone
+    if _deleted(changed) or any(name in STATE_FILTERS for name in filters):
+        return True
     touched = Run.objects.filter(Q(pk__in=changed) | Q(baseline_id__in=changed))
     try:
         matching = filter_runs(filters, base=touched)
@@ -81,3 +98,17 @@ def filters_facet_test(
     """``rank_settings`` over (filters, facet, values, test id, …): the
     filters alone match more runs than the facet's values do."""
     return filters_test(changed, filters, test_id)
+
+
+def comparability_key(
+    changed: list[int], key: str, _metric: str, disk_type: str | None, *_rest
+) -> bool:
+    """``similar_population`` over (comparability key, metric, disk type,
+    facets matched): the figures of that key's results on that disk type
+    alone, no baselines."""
+    if _deleted(changed):
+        return True
+    found = Result.objects.filter(run_id__in=changed, comparability_key=key)
+    if disk_type is not None:
+        found = found.filter(run__hardware__disk_type=disk_type)
+    return found.exists()

@@ -546,7 +546,7 @@ def retag(run: Run, tags: dict) -> Run:
         run.suspect_reasons = reasons
         run.save()
         # New facets can take a listed run out of a population.
-        refresh.announce(removal=listed, run=run.pk)
+        refresh.announce(removal=listed, run=run.pk, moved=True)
     return run
 
 

@@ -22,6 +22,7 @@ def edit_run(run: Run, changes: dict) -> Run:
     longer "read from the host" (``tag_sources``) but typed by a person."""
     changes = dict(changes)
     tags = changes.pop("tags", None)
+    visibility_only = set(changes) <= {"visibility"}
     listed = run.is_listed()
     with transaction.atomic():
         for field, value in changes.items():
@@ -37,8 +38,11 @@ def edit_run(run: Run, changes: dict) -> Run:
         if tags is not None:
             ingest.retag(run, tags)
         # Its title (free-text search), visibility or tags may have taken a
-        # listed run out of a population.
-        refresh.announce(removal=listed, run=run.pk)
+        # listed run out of a population; a new title or tags may have moved
+        # it between the populations of run filters.
+        refresh.announce(
+            removal=listed, run=run.pk, moved=tags is not None or not visibility_only
+        )
     return run
 
 

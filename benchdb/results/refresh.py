@@ -149,7 +149,7 @@ def recover() -> bool:
     return queued
 
 
-def announce(removal: bool, run: int | None = None) -> None:
+def announce(removal: bool, run: int | None = None, moved: bool = False) -> None:
     """What a write function (store, moderate, claim, retag, edit, delete)
     calls once it has written, inside its transaction: the data changed.
 
@@ -167,7 +167,10 @@ def announce(removal: bool, run: int | None = None) -> None:
     previous answers without it while they are computed again
     (``answer_cache.fetch_or_compute``).  None for a change no answer reads
     (a claim: the owner); a removal that cannot name its run logs None, and
-    then reaches every answer.
+    then reaches every answer.  ``moved``: the write may have changed the
+    run's facets (an edit, a retag), so which answers it was in cannot be
+    told from what it is now: an unnamed change is logged beside it, and
+    the refresh computes every stale answer again.
     """
     with connection.cursor() as cursor:
         cursor.execute(
@@ -184,11 +187,14 @@ def announce(removal: bool, run: int | None = None) -> None:
         cursor.execute(
             "SELECT set_config('benchdb.announced', txid_current()::text, true)"
         )
-        if removal or run is not None:
+        logged = [(run, removal)] if removal or run is not None else []
+        if moved:
+            logged.append((None, False))
+        for run_id, removed in logged:
             cursor.execute(
                 "INSERT INTO results_changedrun (version, run_id, removal, at) "
                 "VALUES (%s, %s, %s, clock_timestamp())",
-                [version, run, removal],
+                [version, run_id, removed],
             )
     schedule_on_commit()
 

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from benchdb.results import answer_cache, answers, refresh
 from benchdb.results.models import Hardware, Result, Run
-from tests.results.test_answer_store import TESTS, generate, result, same
+from tests.results.test_answer_store import KEY, TESTS, generate, result, same
 
 SETUPS = ({}, {"disk_type": "hdd"}, {"disk_type": "nvme-ssd"}, {"platform": "libvirt"})
 
@@ -54,6 +54,12 @@ def stored_calls() -> list[tuple]:
                 ),
             ),
         ]
+    # Over a run's state: reached by any change.
+    for state in (["suspect", ["true"]], ["has_baseline", ["false"]]):
+        calls.append((answers.aggregates, ([state], TESTS[0], "iops", None, None)))
+    for disk_type in (None, "hdd", "nvme-ssd"):
+        key = KEY.format(TESTS[0])
+        calls.append((answers.similar_population, (key, "iops", disk_type, [])))
     return calls
 
 
@@ -145,9 +151,10 @@ def test_incremental_refreshes_equal_a_full_recompute_after_any_changes():
     calls = store_all()
     rng = random.Random(35)
     restamped = 0
-    for step in range(8):
+    kinds = ("upload", "hide", "flag", "unhide", "private", "unflag", "retag")
+    for step in range(len(kinds) + 2):
         listed = list(Run.objects.listed().order_by("id"))
-        kind = ("upload", "hide", "unhide", "flag", "private", "delete")[step % 6]
+        kind = (*kinds, "delete", "upload")[step]
         if kind == "upload":
             upload(
                 rng.choice(("hdd", "nvme-ssd", "sata-ssd")),
@@ -159,6 +166,11 @@ def test_incremental_refreshes_equal_a_full_recompute_after_any_changes():
             Run.objects.filter(hidden=True).order_by("id").first().moderate("unhide")
         elif kind == "flag":
             rng.choice(listed).moderate("flag", "test")
+        elif kind == "unflag":
+            Run.objects.filter(suspect=True).order_by("id").first().moderate("unflag")
+        elif kind == "retag":
+            run = rng.choice(listed)
+            edit_run(run, {"tags": {**(run.tags or {}), "disk_type": "hdd"}})
         elif kind == "private":
             edit_run(rng.choice(listed), {"visibility": "private"})
         else:
