@@ -33,6 +33,14 @@ from tests.results.test_answer_store import counted_guest, generate, same
 READER_BOUND_S = 2.0
 
 
+@pytest.fixture(autouse=True)
+def no_worker_refresh():
+    """The refreshes here are the test's own: none is queued for a worker
+    (the suite's worker would run it a few seconds after a write)."""
+    with mock.patch.object(refresh.refresh_summaries, "apply_async"):
+        yield
+
+
 @contextmanager
 def recomputing(answer, args):
     """The refresh recomputes ``answer(*args)`` in another thread (its own

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+from unittest import mock
 
 import pytest
 from django.db import connection, transaction
@@ -21,6 +22,14 @@ from benchdb.results.models import Hardware, Result, Run
 from tests.results.test_answer_store import KEY, TESTS, generate, result, same
 
 SETUPS = ({}, {"disk_type": "hdd"}, {"disk_type": "nvme-ssd"}, {"platform": "libvirt"})
+
+
+@pytest.fixture(autouse=True)
+def no_worker_refresh():
+    """The refreshes here are the test's own: none is queued for a worker
+    (the suite's worker would run it a few seconds after a write)."""
+    with mock.patch.object(refresh.refresh_summaries, "apply_async"):
+        yield
 
 
 def stored_calls() -> list[tuple]:
