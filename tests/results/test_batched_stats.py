@@ -79,7 +79,8 @@ def scalar_summarize(values) -> dict:
     }
     if n and min(xs) > 0:
         lm, lsd = scalar_mean_sd([math.log(v) for v in xs])
-        out["gmean"] = math.exp(lm)
+        # Within the repeats' range, as it is exactly (since issue 30).
+        out["gmean"] = min(max(math.exp(lm), out["min"]), out["max"])
         if n >= stats.MIN_REPEATS:
             half = stats.t_quantile(stats.CONFIDENCE, n - 1) * lsd / math.sqrt(n)
             out["ci95_low"], out["ci95_high"] = math.exp(lm - half), math.exp(lm + half)
