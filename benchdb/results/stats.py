@@ -102,12 +102,30 @@ _BOOTSTRAP_CHUNK = 2_000_000
 NOT_ENOUGH = "not enough repeats to estimate noise"
 # One line a page shows under an interval.
 INTERVAL_EXPLANATION = (
-    "Figures, bars and points are the geometric mean of the repeats, and the "
-    "95% interval is that geometric mean's, computed on the log scale, so it "
-    "never goes below zero (the API's gmean with ci95_low–ci95_high; its mean "
-    "is the arithmetic mean, which has no interval here); fewer than 3 repeats "
-    "give min–max only."
+    "Bars, points and tables show the same figure; its 95% interval is the "
+    "geometric mean's, computed on the log scale, so it never goes below zero "
+    "(the API's gmean with ci95_low–ci95_high; its mean is the arithmetic "
+    "mean, which has no interval here); fewer than 3 repeats give min–max only."
 )
+
+
+def figure_legend(repeats) -> str:
+    """What every figure of a page is, said once in its legend (``centre``):
+    "Figures: geometric mean of 5 repeats, 95% interval.", with the range of
+    the repeats where the figures' differ, and min–max where there are fewer
+    than ``MIN_REPEATS``.  Empty without figures."""
+    ns = sorted({n for n in repeats if n})
+    if not ns:
+        return ""
+    span = str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]}–{ns[-1]}"
+    of = f"Figures: geometric mean of {span} repeat{'' if ns[-1] == 1 else 's'}"
+    if ns[0] >= MIN_REPEATS:
+        return f"{of}, 95% interval."
+    if ns[-1] < MIN_REPEATS:
+        return f"{of}, min–max (too few repeats for a 95% interval)."
+    return f"{of}, 95% interval (min–max where fewer than {MIN_REPEATS})."
+
+
 VERDICT_EXPLANATION = (
     "Each run is compared with the reference: ratio of geometric means with a "
     "95% interval (Welch's t-test on logs), p corrected by Holm over the runs "

@@ -187,6 +187,7 @@ def run_detail(request, pk: int):
             "chart_data": chart_data,
             "safety": agent_vocab.CACHE_MODE_SAFETY.get(run.cache_mode),
             "interval_explanation": stats.INTERVAL_EXPLANATION,
+            "figure_legend": stats.figure_legend(r.repeat_count for r in results),
             # A list, not the dict: a tag named "items" would shadow .items
             # in the template.
             "tags": sorted((run.tags or {}).items()),
@@ -309,6 +310,12 @@ def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
         "chart_data": chart_data,
         "safety": [(mode, *agent_vocab.CACHE_MODE_SAFETY[mode]) for mode in modes],
         "ids": ",".join(str(i) for i in ids),
+        "figure_legend": stats.figure_legend(
+            e["n"]
+            for t in data.get("tests") or []
+            for m in t["metrics"]
+            for e in m["runs"]
+        ),
     }
 
 

@@ -19,6 +19,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from benchdb.results import stats
 from benchdb.results.ingest import store_bundle
 from benchdb.results.metrics import METRIC_COLUMNS
 from benchdb.results.models import Run
@@ -78,7 +79,7 @@ def test_seed_001_writethrough_against_none_is_one_number_everywhere(client):
     row = report.split('data-mode="writethrough"')[1].split("</tr>")[0]
     assert f"<strong>{printed}</strong>" in row, row
     page = client.get(
-        f"/compare/?runs={none.pk},{through.pk}&reference={none.pk}"
+        f"/compare/?runs={none.pk},{through.pk}&ref={none.pk}"
     ).content.decode()
     cells = re.search(
         rf'<tr data-test="{seed001.TEST_ID}" data-metric="bw_bytes" '
@@ -136,3 +137,30 @@ def test_the_migration_rewrites_stored_figures_as_ingest_writes_them():
         summary = result.stats["directions"][result.stats["main_direction"]]
         assert result.iops_mean == (summary.get("iops") or {}).get("mean")
     assert run_sql("gmean") == ingested
+
+
+def test_each_page_says_once_which_statistic_its_figures_are(client):
+    call_command("load_reference")
+    none, back = seed001_run("none"), seed001_run("writeback")
+    legend = re.compile(r'<p class="legend-note" id="figure-legend">([^<]*)')
+
+    run_page = client.get(none.get_absolute_url()).content.decode()
+    said = legend.search(run_page)[1]
+    assert said.startswith("Figures: geometric mean of 5 repeats, 95% interval. ")
+    assert said.count("geometric mean of") == 1
+    compare = client.get(
+        f"/compare/?runs={none.pk},{back.pk}&ref={none.pk}"
+    ).content.decode()
+    said = legend.search(compare)[1]
+    assert said.startswith("Figures: geometric mean of 5–6 repeats, 95% interval. ")
+    assert said.count("geometric mean of") == 1
+
+    assert stats.figure_legend([1, 1]) == (
+        "Figures: geometric mean of 1 repeat, min–max (too few repeats for a 95% "
+        "interval)."
+    )
+    assert stats.figure_legend([2, 10, 0]) == (
+        "Figures: geometric mean of 2–10 repeats, 95% interval (min–max where "
+        "fewer than 3)."
+    )
+    assert stats.figure_legend([]) == ""

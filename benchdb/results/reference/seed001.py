@@ -6,6 +6,12 @@
 top speed is given as 330 MB/s.  Every mode was run five times (writeback
 six) with ``dd bs=1M count=1024 if=/dev/zero of=1gb.test conv=fdatasync``;
 the lines below are the printed ones, verbatim.
+
+The page sums the five modes up in a chart (its section 4.6) whose figures
+its text never states: the source publishes no mean, so none is shown as
+the source's beside ours.  The printed rates' arithmetic mean (192.2 MB/s
+for cache=none, against our geometric mean of 191.0) is a reader's sum of
+rounded figures, not the source's.
 """
 
 from __future__ import annotations
