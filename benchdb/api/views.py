@@ -47,6 +47,7 @@ from benchdb.api.throttling import (
     client_address,
 )
 from benchdb.api.validation import check_upload
+from benchdb.lib.collector import paused_gc
 from benchdb.results import (
     answer_cache,
     answers,
@@ -228,6 +229,9 @@ class SubmissionViewSet(
             **error_responses(400, 401, 413, 415, 429),
         },
     )
+    # The bundle decoded, checked, kept and answered with no collector walk
+    # over its objects (benchdb/lib/collector.py).
+    @paused_gc()
     def create(self, request, *args, **kwargs):
         user = request.user if request.user.is_authenticated else None
         if user is None and not settings.ALLOW_ANONYMOUS_SUBMISSIONS:

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import base64
 import copy
+import gc
 import gzip
 import json
 import re
 import uuid
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
+from benchdb.api import views as api_views
+from benchdb.api.validation import check_upload
 from benchdb.results import ingest, tasks
 from benchdb.results.ingest import IngestError, parsed_of, reparse_test
 from benchdb.results.models import Measurement, Submission, read_json
@@ -202,3 +206,25 @@ def test_raw_json_read_by_orjson_parses_to_the_same_records(fmt, path):
         plain = parsers.parse(variant, fmt, source="x", direction="read")
         assert reads, "the JSON was not read by the given loads"
         assert repr(fast) == repr(plain)
+
+
+def test_the_upload_pauses_the_collector_and_leaves_it_running(fio, alice):
+    """The upload runs with the cyclic collector paused (its walks over a
+    bundle's objects were a sixth of the request), and leaves it on whatever
+    the answer: 202, or a 400 raised from inside."""
+    client = token_client(alice)
+    bundle = make_bundle(fio, tests=TESTS)
+    bad = dict(copy.deepcopy(bundle), bundle_id=str(uuid.uuid4()), created="no")
+    for doc, code in ((bundle, 202), (bad, 400)):
+        assert gc.isenabled()
+        with mock.patch.object(
+            api_views, "check_upload", side_effect=_checked_without_gc
+        ):
+            response = client.post("/api/v1/submissions/", doc, format="json")
+        assert response.status_code == code, response.content
+        assert gc.isenabled()
+
+
+def _checked_without_gc(doc, **kwargs):
+    assert not gc.isenabled(), "the collector runs during the upload's check"
+    return check_upload(doc, **kwargs)
