@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 # A stored answer not asked for in this long is dropped by the refresh
@@ -228,13 +228,21 @@ def restamp(name: str, args: tuple, reached) -> bool | None:
                 stored, version, changed = row
                 if None in changed or reached(sorted(set(changed))):
                     return False
-                cursor.execute(
-                    f"UPDATE results_answersummary SET version = %s, "
-                    f"computed = clock_timestamp(), runs = ({LISTED_RUNS_SQL}) "
-                    "WHERE name = %s AND digest = %s AND version = %s",
-                    [version, name, digest, stored],
-                )
-                return cursor.rowcount == 1
+                try:
+                    with transaction.atomic():
+                        cursor.execute(
+                            "UPDATE results_answersummary SET version = %s, "
+                            "computed = clock_timestamp(), "
+                            f"runs = ({LISTED_RUNS_SQL}) "
+                            "WHERE name = %s AND digest = %s AND version = %s",
+                            [version, name, digest, stored],
+                        )
+                        return cursor.rowcount == 1
+                except OperationalError:
+                    # Stored meanwhile by a reader that waited past
+                    # WAIT_FOR_COMPUTE_S (REPEATABLE READ: a serialization
+                    # failure): computed again instead.
+                    return False
     finally:
         _unlock(lock)
 

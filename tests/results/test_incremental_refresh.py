@@ -212,3 +212,42 @@ def test_an_upload_stores_no_new_default_answer():
     out = refresh.refresh()
     assert stored_keys() == before
     assert len(out["recomputed"]) + out["restamped"] <= len(before)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_restamp_racing_a_readers_store_is_computed_instead():
+    """A reader that waited past ``WAIT_FOR_COMPUTE_S`` stores the answer
+    while the refresh is deciding to stamp it: the stamp gives way (False),
+    the reader's answer stands."""
+    import threading
+
+    from django.db import connections
+
+    generate(systems=6)
+    fn, args = answers.distribution, ([], TESTS[0], "iops", None)
+    fn.with_freshness(*args)
+    upload("hdd")
+
+    def reader_stores(_runs) -> bool:
+        def store():
+            try:
+                with connections["default"].cursor() as cursor:
+                    cursor.execute(
+                        "UPDATE results_answersummary SET version = version + 1000 "
+                        "WHERE name = %s",
+                        [fn.key],
+                    )
+            finally:
+                connections.close_all()
+
+        thread = threading.Thread(target=store)
+        thread.start()
+        thread.join()
+        return False
+
+    assert answer_cache.restamp(fn.key, args, reader_stores) is False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT version FROM results_answersummary WHERE name = %s", [fn.key]
+        )
+        assert cursor.fetchone()[0] > 1000
