@@ -1386,7 +1386,14 @@ def summary_table(doc: dict) -> str:
         rows.append(
             (
                 test.get("title") or test["test_id"],
-                stats.human(figure["gmean"], metric),
+                # The run page's figure, said so where it is not a geometric
+                # mean (present.result_cells).
+                stats.human(stats.centre(figure), metric)
+                + (
+                    " (arithmetic mean)"
+                    if figure["gmean"] is None and figure["mean"] is not None
+                    else ""
+                ),
                 interval,
                 stats.human(latency, lat_key),
                 str(len(test["repeats"])),

@@ -124,17 +124,30 @@ def t_quantile(confidence: float, df: float) -> float:
     return math.sqrt(df * (1.0 - x) / x)
 
 
+def centre(summary: dict) -> float | None:
+    """A run's figure of one metric, from its summary (``summarize``, or the
+    server's): the geometric mean of the repeats, the centre of the 95%
+    interval drawn with it, so a value and its whisker are about the same
+    quantity.  The arithmetic mean only where there is no geometric mean (a
+    repeat measured zero), and then there is no interval either.  What the
+    run page, the compare page, this table and the server's stored figure
+    columns (lists, ranks, reports, exports) all show."""
+    g = summary.get("gmean")
+    return g if g is not None else summary.get("mean")
+
+
 def summarize(values) -> dict:
-    """One figure over a run's repeats: ``n``, ``min``, ``max``, ``gmean``
-    and its 95% interval ``ci95_low``..``ci95_high`` (on the log scale;
-    None below ``MIN_REPEATS`` repeats or when a repeat is zero), and
-    ``note`` saying why there is no interval."""
+    """One figure over a run's repeats: ``n``, ``min``, ``max``, ``mean``
+    (arithmetic), ``gmean`` and its 95% interval ``ci95_low``..``ci95_high``
+    (on the log scale; None below ``MIN_REPEATS`` repeats or when a repeat is
+    zero), and ``note`` saying why there is no interval."""
     xs = [float(v) for v in values if v is not None]
     n = len(xs)
     out = {
         "n": n,
         "min": min(xs) if xs else None,
         "max": max(xs) if xs else None,
+        "mean": mean_sd(xs)[0] if xs else None,
         "gmean": None,
         "ci95_low": None,
         "ci95_high": None,

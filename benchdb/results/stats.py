@@ -76,11 +76,13 @@ from scipy import stats as sps
 
 # A run's figure is defined once, in the agent (stdlib, so its end-of-run
 # table shows what the run page shows): mean and sample standard deviation of
-# a short list, the centre of every log-scale interval here; and when an
-# interval is too wide to mean anything (re-exported: its one home).
+# a short list, the centre of every log-scale interval here; the figure a
+# summary stands for (``centre``); and when an interval is too wide to mean
+# anything (re-exported: its one home).
 from benchdb_agent.stats import (  # noqa: F401
     TOO_NOISY,
     TOO_WIDE_FACTOR,
+    centre,
     too_noisy_text,
     too_wide,
 )
@@ -185,18 +187,6 @@ def t_two_sided_p(t: float, df: float) -> float:
 def is_percentile(metric: str) -> bool:
     """A latency percentile (``clat_p50_ns``, ``clat_p99_ns``…): never averaged."""
     return metric.startswith("clat_p")
-
-
-def centre(summary: dict) -> float | None:
-    """A run's figure of one metric, from its summary (``summarize``): the
-    geometric mean of the repeats, the centre of the 95% interval drawn with
-    it, so a value and its whisker are about the same quantity.  The
-    arithmetic mean only where there is no geometric mean (a repeat measured
-    zero), and then there is no interval either.  What the run page, the
-    compare page, the agent's table and the stored ``Result`` figure columns
-    (lists, ranks, reports, exports) all show."""
-    g = summary.get("gmean")
-    return g if g is not None else summary.get("mean")
 
 
 def summarize_metric(metric: str, values: Sequence[float]) -> dict:

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from benchdb.results import stats
 from benchdb.results.ingest import store_bundle
 from benchdb.results.metrics import METRIC_COLUMNS
+from benchdb.web import present
 from benchdb.web.templatetags.benchdb_format import metric_words
 from benchdb_agent import runner, suite
 
@@ -85,18 +87,28 @@ def test_the_table_shows_what_the_run_page_shows_for_every_test(client, name):
     assert assert_same(client, doc) >= 20
 
 
+Q1 = "fio-rand-read-4k-q1t1"
+
+
+def three_repeats(iops: tuple) -> dict:
+    """The full sample's bundle with its Q1T1 test cut to three repeats that
+    measured ``iops`` (the table reads the records)."""
+    with gzip.open(BUNDLES / "full-none.json.gz", "rt") as handle:
+        doc = json.load(handle)
+    test = next(t for t in doc["tests"] if t["test_id"] == Q1)
+    test["repeats"] = test["repeats"][:3]
+    for rep, value in zip(test["repeats"], iops, strict=True):
+        rep["records"][0]["iops"] = value
+    return doc
+
+
 def test_a_stalled_repeat_is_not_averaged_into_an_impossible_figure():
     """Two repeats at 100 IOPS and one at 4,000 (a cache answered): the
     arithmetic mean (1,400) is what no repeat measured and disagrees with the
     page; the table prints the geometric mean (342), and its interval (2 to
     67,877 IOPS) is too wide to mean anything: said so, never as bounds."""
-    with gzip.open(BUNDLES / "full-none.json.gz", "rt") as handle:
-        doc = json.load(handle)
-    test = next(t for t in doc["tests"] if t["test_id"] == "fio-rand-read-4k-q1t1")
-    test["repeats"] = test["repeats"][:3]
-    for rep, iops in zip(test["repeats"], (100.0, 100.0, 4000.0), strict=True):
-        rep["records"][0]["iops"] = iops
-    cells = table_rows(doc)[test["test_id"]]
+    doc = three_repeats((100.0, 100.0, 4000.0))
+    cells = table_rows(doc)[Q1]
     assert cells[1] == "342 IOPS"
     figure = runner.stats.summarize([100.0, 100.0, 4000.0])
     low, high = figure["ci95_low"], figure["ci95_high"]
@@ -104,6 +116,20 @@ def test_a_stalled_repeat_is_not_averaged_into_an_impossible_figure():
     assert cells[2] == "too noisy to estimate (3 repeats)"
     assert f"{high:,.0f} IOPS" not in runner.summary_table(doc)
     assert "1,400" not in runner.summary_table(doc)
+
+
+def test_a_repeat_that_measured_zero_prints_the_run_pages_arithmetic_mean():
+    """No geometric mean where a repeat measured zero: the table prints the
+    run page's figure, the arithmetic mean said so (``stats.centre``)."""
+    doc = three_repeats((0.0, 100.0, 200.0))
+    page = present.result_cells(
+        {
+            "summary": stats.summarize([0.0, 100.0, 200.0]),
+            "metric": "iops",
+            "overhead": None,
+        }
+    )["centre"]
+    assert table_rows(doc)[Q1][1] == page == "100 IOPS (arithmetic mean)"
 
 
 def test_a_real_run_prints_the_figures_its_run_page_shows(client, tmp_path):
