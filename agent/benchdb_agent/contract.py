@@ -775,6 +775,9 @@ def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
             return
     # The tool's major version (in the key) where the output names it (fio).
     claimed = test.get("tool_version") or None
+    if claimed is not None and not isinstance(claimed, str):
+        return  # refused as it is (``_test``): it has no major version
+    claimed_major = suite.tool_major(claimed)
     majors: Dict[Any, str] = {}  # the repeats' outputs name one version
     for _tool, _fmt, version, _found in raws:
         if version not in majors:
@@ -782,7 +785,7 @@ def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
                 suite.tool_major(version) if isinstance(version, str) else ""
             )
         said = majors[version]
-        if said.startswith(tool) and said != tool and said != suite.tool_major(claimed):
+        if said.startswith(tool) and said != tool and said != claimed_major:
             out.add(
                 f"{pointer}/tool_version",
                 f"{claimed!r}, but the raw output was written by {version}",

@@ -83,6 +83,9 @@ FIELD_CASES = [
     ("/tests/1/test_id", "fio-rand-read-4k-q1t1", "/tests/1/test_id"),
     ("/tests/0/tool", "bonnie", "/tests/0/tool"),
     ("/tests/0/direction", "sideways", "/tests/0/direction"),
+    # Not text: refused as such, not a 500 from the tool version's major.
+    ("/tests/0/tool_version", 3, "/tests/0/tool_version"),
+    ("/tests/0/tool_version", ["fio-3.33"], "/tests/0/tool_version"),
     ("/tests/0/repeats", [], "/tests/0/repeats"),
     ("/tests/0/extra_repeats", -1, "/tests/0/extra_repeats"),
     ("/tests/0/preconditioned", "no", "/tests/0/preconditioned"),
