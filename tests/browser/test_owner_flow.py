@@ -171,8 +171,10 @@ def test_an_owner_manages_runs_and_tokens(live_server, browser, screenshot, widt
     w.in_view_width(copy_button)
     w.in_view_width(page.locator("button.copy[data-copy='#new-token code']"))
     copy_button.click()
+    # A function, not an expression: the page's CSP forbids eval, which
+    # Playwright needs to poll an expression.
     page.wait_for_function(
-        "document.querySelector(\"button.copy[data-copy='#agent-command']\")"
+        "() => document.querySelector(\"button.copy[data-copy='#agent-command']\")"
         ".textContent === 'Copied'"
     )
     copied = page.evaluate("navigator.clipboard.readText()")
