@@ -145,3 +145,29 @@ def test_stored_answers_drop_a_hidden_run_at_once_and_add_runs_on_refresh(
         after = client.get("/reports/overhead/").content.decode()
     assert _paired(after) == (systems, pairs)
     assert "newer uploads are added" not in text(after)
+
+
+def test_an_answer_served_while_it_is_computed_again_says_so():
+    """A reader served the answer stored before a withdrawal while another
+    process computes it again (``answer_cache.fetch_or_compute``) is told."""
+    from datetime import UTC, datetime
+
+    from django.template.loader import render_to_string
+
+    shown = {"as_of": datetime(2026, 11, 28, tzinfo=UTC), "runs": 7}
+    updating = text(
+        render_to_string(
+            "web/_freshness.html",
+            {"freshness": {**shown, "current": False, "updating": True}},
+        )
+    )
+    assert "being computed again after a run was withdrawn" in updating
+    assert "over the 7 listed runs then" in updating
+    assert "newer uploads" not in updating
+    current = text(
+        render_to_string(
+            "web/_freshness.html",
+            {"freshness": {**shown, "current": True, "updating": False}},
+        )
+    )
+    assert "computed again" not in current and "newer uploads" not in current
