@@ -6,6 +6,7 @@ the real ones serve started (``kill -9``), on the embedded broker.  With
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -115,3 +116,21 @@ def test_it_says_why_a_child_died():
     )
     assert exit_reason(-9) == "killed by SIGKILL"
     assert exit_reason(3) == "exited with status 3"
+
+
+def test_a_worker_process_keeps_its_start_up_out_of_the_collector():
+    """Each worker process freezes what start-up made (benchdb.celery), as
+    the web processes do (benchdb.wsgi): the collector's full passes walk
+    only what tasks made since."""
+    from celery.signals import worker_process_init
+
+    from benchdb.celery import freeze_start_up
+
+    receivers = [ref() for _key, ref in worker_process_init.receivers]
+    assert freeze_start_up in receivers
+    gc.unfreeze()
+    try:
+        freeze_start_up()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
