@@ -64,3 +64,17 @@ def test_a_warned_test_carries_its_badge(client):
     warned = next(w for w in bundle["warnings"] if w.get("test_id"))
     row = page.split(f'data-test="{warned["test_id"]}"')[1].split("</tr>")[0]
     assert f'<span class="badge warn">{warned["code"]}</span>' in row
+
+
+def test_a_published_source_without_figures_says_so(client):
+    """Seed 000 published charts only: its page says there are no figures
+    rather than "0 tests", and does not speak of published figures."""
+    call_command("load_reference")
+    charts_only = Run.objects.get(suite_id="published-000")
+    assert not charts_only.results.exists()
+    page = client.get(charts_only.get_absolute_url()).content.decode()
+    assert 'id="no-figures"' in page and "0 tests" not in page
+    assert "Published figures, copied" not in page
+    with_figures = Run.objects.filter(source="published", results__isnull=False)[0]
+    page = client.get(with_figures.get_absolute_url()).content.decode()
+    assert 'id="no-figures"' not in page and "Published figures, copied" in page
