@@ -34,16 +34,25 @@ def in_first_screen(watched: Watched, locator) -> None:
     )
 
 
-@pytest.mark.parametrize("width", [1366, 390])
-def test_which_cache_mode_in_two_clicks(live_server, browser, screenshot, width):
+def from_home(live_server, browser, width: int, question: str, report: str):
+    """The reference mix loaded, the home page opened at ``width`` and its
+    ``question`` clicked (click 1): (context, Watched, page) on ``report``."""
     load_mix()
     context = browser.new_context(viewport={"width": width, "height": HEIGHT[width]})
     w = Watched(context, width)
     page = w.page
     page.goto(live_server.url + "/")
     with page.expect_navigation():
-        page.click("a.question:has-text('Which cache mode')")  # click 1
-    w.check("cache-mode report")
+        page.click(f"a.question:has-text('{question}')")  # click 1
+    w.check(report)
+    return context, w, page
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+def test_which_cache_mode_in_two_clicks(live_server, browser, screenshot, width):
+    context, w, page = from_home(
+        live_server, browser, width, "Which cache mode", "cache-mode report"
+    )
     with page.expect_navigation():
         page.click(".setup-links a:has-text('Proxmox VE on SATA/SAS SSD')")  # click 2
     w.check("the setup's answer")
@@ -74,14 +83,9 @@ def test_which_cache_mode_in_two_clicks(live_server, browser, screenshot, width)
 
 @pytest.mark.parametrize("width", [1366, 390])
 def test_how_much_a_vm_loses_in_one_click(live_server, browser, screenshot, width):
-    load_mix()
-    context = browser.new_context(viewport={"width": width, "height": HEIGHT[width]})
-    w = Watched(context, width)
-    page = w.page
-    page.goto(live_server.url + "/")
-    with page.expect_navigation():
-        page.click("a.question:has-text('How much do I lose')")  # click 1
-    w.check("overhead report")
+    context, w, page = from_home(
+        live_server, browser, width, "How much do I lose", "overhead report"
+    )
     screenshot(page, f"answer-overhead-{width}")
     answer = page.locator("#overhead-answer")
     in_first_screen(w, answer)
