@@ -1158,7 +1158,9 @@ def overhead_report(page=None) -> dict:
     test-by-test rows of one page of guest runs (``OVERHEAD_PAGE_GUESTS``)."""
     guests = overhead_guests()
     summary, freshness = answers.overhead_summary.with_freshness()
-    paginator = Paginator(
+    # Counted up to the cap, as the lists are (``IdPaginator``): the pairs
+    # grow with the table, a page of them does not.
+    paginator = IdPaginator(
         guests.select_related("baseline", "hardware").order_by("pair_id", "id"),
         OVERHEAD_PAGE_GUESTS,
     )
@@ -1179,12 +1181,67 @@ def overhead_summary_answer() -> list[dict]:
     )
 
 
+# What the overhead report's rows read of a result: its figures (the figure
+# columns, ``stats.centre`` of the main direction, and ``main_values``, the
+# per-repeat values of the compared metrics), not its statistics JSON, which
+# PostgreSQL decompresses and Python decodes per row.
+OVERHEAD_ROW_FIELDS = (
+    *("id", "run_id", "comparability_key", "test_id", "title", "main_values"),
+    *metrics.METRIC_COLUMNS.values(),
+)
+
+
+class _NeedsStats(LookupError):
+    """A figure no column holds: read from the result's statistics."""
+
+
+def _column_figure(result: Result, metric: str | None) -> float | None:
+    """``mean_of`` from the figure columns (which hold it: ingest, migration
+    0023); ``_NeedsStats`` for a metric without one."""
+    if not metric:
+        return None
+    if metric not in metrics.METRIC_COLUMNS:
+        raise _NeedsStats(metric)
+    return getattr(result, metrics.METRIC_COLUMNS[metric])
+
+
+def _row_figure(guest: Result, host: Result, figure) -> tuple | None:
+    """(metric, guest figure, host figure) an overhead row shows: the test's
+    main metric, else the first of ``FALLBACK_METRICS`` both sides have; None
+    without one.  ``figure``: ``mean_of`` or ``_column_figure``."""
+    metric = metrics.main_metric(guest.test_id)
+    g_mean, h_mean = figure(guest, metric), figure(host, metric)
+    if g_mean is not None and h_mean:
+        return metric or "iops", g_mean, h_mean
+    for candidate in FALLBACK_METRICS:
+        g_mean, h_mean = figure(guest, candidate), figure(host, candidate)
+        if g_mean is not None and h_mean:
+            return candidate, g_mean, h_mean
+    return None
+
+
+def _main_repeats(result: Result, direction, metric: str) -> list | None:
+    """The result's repeat values of ``metric`` in ``direction`` from its
+    ``main_values``; None when they are not there (another direction, a
+    metric it does not keep, stored without values)."""
+    found = result.main_values
+    if not isinstance(found, list) or len(found) != 2 or found[0] != direction:
+        return None
+    if found[1] is None or metric not in metrics.MAIN_METRICS:
+        return None
+    return found[1][list(metrics.MAIN_METRICS).index(metric)] or []
+
+
 def overhead_rows(guests: list[Run] | None = None) -> list[dict]:
     """Each listed guest run (of ``guests``, default all) against its listed
     host baseline, test by test.
 
     Both runs must be listed (public, not hidden): a report is a list, and a
     private or unlisted baseline's figures are not for everyone.
+
+    One query for the runs' results (``OVERHEAD_ROW_FIELDS``); one more for
+    the statistics of the rare pair whose figure has no column, and one for
+    the repeats of a pair whose ``main_values`` do not hold them.
     """
     if guests is None:
         guests = (
@@ -1194,46 +1251,79 @@ def overhead_rows(guests: list[Run] | None = None) -> list[dict]:
         )
     ids = [g.pk for g in guests] + [g.baseline_id for g in guests]
     results: dict[int, dict[str, Result]] = defaultdict(dict)
-    for res in Result.objects.filter(run_id__in=ids):
+    for res in (
+        Result.objects.filter(run_id__in=ids).order_by().only(*OVERHEAD_ROW_FIELDS)
+    ):
         results[res.run_id][res.comparability_key] = res
-    rows = []
+    pairs = []  # (guest run, guest result, host result)
     for guest in guests:
         for key, res in sorted(results[guest.pk].items()):
             host = results[guest.baseline_id].get(key)
-            if host is None:
-                continue
-            metric = metrics.main_metric(res.test_id)
-            g_mean, h_mean = mean_of(res, metric), mean_of(host, metric)
-            metric = metric or "iops"
-            if g_mean is None or not h_mean:
-                for candidate in FALLBACK_METRICS:
-                    g_mean, h_mean = mean_of(res, candidate), mean_of(host, candidate)
-                    if g_mean is not None and h_mean:
-                        metric = candidate
-                        break
-                else:
-                    continue
-            rows.append(
-                {
-                    "guest": guest,
-                    "host": guest.baseline,
-                    "test": res,
-                    "metric": metric,
-                    "guest_mean": g_mean,
-                    "host_mean": h_mean,
-                    "overhead": (g_mean / h_mean - 1) * 100,
-                    "pair": (res, host),
-                }
-            )
-    # Every overhead with its interval (results.stats.overhead): one query for
-    # all the repeats.
-    values = metrics.repeat_values([r.pk for row in rows for r in row["pair"]])
+            if host is not None:
+                pairs.append((guest, res, host))
+    figures: dict[int, tuple | None] = {}
+    for_stats = []
+    for index, (_run, res, host) in enumerate(pairs):
+        try:
+            figures[index] = _row_figure(res, host, _column_figure)
+        except _NeedsStats:
+            for_stats.append(index)
+    if for_stats:
+        wanted = {r.pk for i in for_stats for r in pairs[i][1:]}
+        loaded = dict(
+            Result.objects.filter(pk__in=wanted).order_by().values_list("pk", "stats")
+        )
+        for index in for_stats:
+            for res in pairs[index][1:]:
+                res.stats = loaded.get(res.pk) or {}
+            figures[index] = _row_figure(*pairs[index][1:], mean_of)
+    rows = []
+    for index, (guest, res, host) in enumerate(pairs):
+        if figures[index] is None:
+            continue
+        metric, g_mean, h_mean = figures[index]
+        direction = res.main_values[0] if isinstance(res.main_values, list) else None
+        rows.append(
+            {
+                "guest": guest,
+                "host": guest.baseline,
+                "test": res,
+                "metric": metric,
+                "guest_mean": g_mean,
+                "host_mean": h_mean,
+                "overhead": (g_mean / h_mean - 1) * 100,
+                "pair": (res, host, direction),
+            }
+        )
+    # Every overhead with its interval (results.stats.overhead): the repeats
+    # from ``main_values``, else (rare) one query for those not there.
+    repeats = []
     for row in rows:
-        guest_res, host_res = row.pop("pair")
-        direction = (guest_res.stats or {}).get("main_direction")
-        g = values.get(guest_res.pk, {}).get(direction, {}).get(row["metric"], [])
-        h = values.get(host_res.pk, {}).get(direction, {}).get(row["metric"], [])
-        row["interval"] = stats.overhead(g, h, metrics.higher_is_better(row["metric"]))
+        res, host, direction = row["pair"]
+        repeats.append(
+            (
+                _main_repeats(res, direction, row["metric"]),
+                _main_repeats(host, direction, row["metric"]),
+            )
+        )
+    missing = [
+        r.pk
+        for row, (g, h) in zip(rows, repeats, strict=True)
+        if g is None or h is None
+        for r in row["pair"][:2]
+    ]
+    values = metrics.repeat_values(missing) if missing else {}
+    samples = []
+    for row, (g, h) in zip(rows, repeats, strict=True):
+        res, host, direction = row.pop("pair")
+        if g is None or h is None:
+            g = values.get(res.pk, {}).get(direction, {}).get(row["metric"], [])
+            h = values.get(host.pk, {}).get(direction, {}).get(row["metric"], [])
+        samples.append((stats.Sample(h), stats.Sample(g)))
+    for row, found in zip(rows, stats.ratios(samples), strict=True):
+        row["interval"] = stats.overhead_of(
+            found, metrics.higher_is_better(row["metric"])
+        )
         if row["interval"]["percent"] is not None:
             # The figure its interval belongs to: the ratio of geometric means.
             row["overhead"] = row["interval"]["percent"]
