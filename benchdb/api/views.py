@@ -688,6 +688,10 @@ class CompareView(APIView):
             **error_responses(400),
         },
     )
+    # A comparison computed is tens of thousands of new dicts and lists: no
+    # collector walk over them, nor over the whole heap, while it is built
+    # (benchdb/lib/collector.py).
+    @paused_gc()
     def get(self, request):
         query = s.CompareQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)

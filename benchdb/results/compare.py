@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Container, Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from django.conf import settings
 from django.db import connection
@@ -37,6 +37,8 @@ from benchdb.results.metrics import (
 from benchdb.results.models import Result, Run
 from benchdb.results.overheads import OVERHEAD_FIELDS, stored_overhead
 from benchdb_agent import workload
+
+T = TypeVar("T")
 
 # What a comparison reads of each run: its label (``_run_label``, with what
 # ``Run.__str__`` names an untitled run by) and its baseline.  A caller that
@@ -201,8 +203,16 @@ def build_comparison(
 
 # Comparisons computed in this process, by their ``Inputs`` (``memo``).
 # Bounded by the number of run figures kept (``BENCHDB_COMPARISON_MEMO``,
-# 0 keeps none): a 10-run comparison of the standard profile has 831 (1.7 MiB).
+# 0 keeps none): a 10-run comparison of the standard profile has 831 (1.7 MiB,
+# and 0.7 MB more once the API has written its JSON: ``derived``).
 _MEMO = memo.Memo(0)
+
+
+def derived(answer: dict, name: str, make: Callable[[], T]) -> T:
+    """``make()``, what a reader derives from the comparison ``answer`` alone
+    (the API's JSON of it), kept with the answer while the memo keeps it and
+    given again (``memo.Memo.derived``); made every time otherwise."""
+    return _MEMO.derived(answer, name, make)
 
 
 def _budget() -> int:

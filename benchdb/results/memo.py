@@ -16,6 +16,10 @@ the answer's size in whatever unit the caller counts) and evicted least
 recently used first.  Answers are shared between requests and must not be
 changed by those who read them (tests/api/test_comparison_memo.py holds
 every reader of a comparison to that).
+
+What a reader makes of a kept answer, the same every time (the API's JSON
+of a comparison), can be kept with it (``derived``): found by the answer
+itself, kept while the answer is and evicted with it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ class Memo:
     def __init__(self, budget: int):
         self.budget = budget
         self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        # The key of each kept value by the value's identity (``derived``),
+        # and what was derived from it, by name.
+        self._keys: dict[int, Hashable] = {}
+        self._derived: dict[Hashable, dict[str, object]] = {}
         self._cost = 0
         self._lock = threading.Lock()
         self.hits = self.misses = self.evictions = 0
@@ -57,17 +65,50 @@ class Memo:
             old = self._items.pop(key, None)
             if old is not None:
                 self._cost -= old[1]
+                self._forget(key, old[0])
             self._items[key] = (value, cost)
+            self._keys[id(value)] = key
             self._cost += cost
             while self._cost > self.budget:
-                _key, (_value, dropped) = self._items.popitem(last=False)
-                self._cost -= dropped
+                dropped_key, (dropped, dropped_cost) = self._items.popitem(last=False)
+                self._cost -= dropped_cost
+                self._forget(dropped_key, dropped)
                 self.evictions += 1
+
+    def _forget(self, key: Hashable, value: object) -> None:
+        if self._keys.get(id(value)) == key:
+            del self._keys[id(value)]
+        self._derived.pop(key, None)
+
+    def derived(self, value: object, name: str, make: Callable[[], object]):
+        """``make()``, kept under ``name`` with ``value`` while ``value`` is
+        kept here (the very object ``get`` gives, found by its identity) and
+        given again; for any other value, made every time.  ``make`` must
+        depend on ``value`` only, as the value does on its key.  Not counted
+        in the budget: the caller's ``cost`` counts it with its value."""
+        with self._lock:
+            key = self._keys.get(id(value))
+            if key is None:
+                found = None
+            else:
+                found = self._derived.get(key, {}).get(name)
+        if found is not None:
+            return found
+        made = make()
+        if key is not None:
+            with self._lock:
+                # Still the same value under its key (not evicted meanwhile).
+                entry = self._items.get(key)
+                if entry is not None and entry[0] is value:
+                    self._derived.setdefault(key, {})[name] = made
+        return made
 
     def clear(self) -> None:
         """Forget every value and the counts of hits, misses and evictions."""
         with self._lock:
             self._items.clear()
+            self._keys.clear()
+            self._derived.clear()
             self._cost = 0
             self.hits = self.misses = self.evictions = 0
 

@@ -220,6 +220,38 @@ def test_no_reader_changes_a_kept_comparison(kept, trio, client, api):
     assert json.loads(body)["tests"] == json.loads(json.dumps(answer["tests"]))
 
 
+def test_the_apis_json_of_a_kept_comparison_is_written_once(kept, trio, api):
+    """Its bytes are kept with the answer (``Memo.derived``) and served again,
+    the same bytes as writing them afresh; nothing is kept with a budget of 0."""
+    host, fast, slow = trio
+    url = f"/api/v1/compare/?runs={fast.pk},{slow.pk},{host.pk}"
+    first = api.get(url).content
+    answer = compare.build_comparison(_runs(fast, slow, host))
+    kept_json = kept.derived(answer, "json", lambda: None)
+    assert kept_json == first
+    assert api.get(url).content == first
+    assert json.loads(first)["tests"] == json.loads(json.dumps(answer["tests"]))
+    # Evicted with its answer.
+    kept.clear()
+    assert kept.derived(answer, "json", lambda: b"made") == b"made"
+
+
+def test_what_is_derived_goes_with_its_value():
+    kept = memo.Memo(10)
+    value, other = {"a": 1}, {"a": 1}
+    kept.put("k", value, 4)
+    assert kept.derived(value, "x", lambda: "made") == "made"
+    assert kept.derived(value, "x", lambda: "again") == "made"
+    # An equal value that is not the kept object: made every time.
+    assert kept.derived(other, "x", lambda: "other") == "other"
+    assert kept.derived(other, "x", lambda: "still") == "still"
+    kept.put("k", other, 4)  # replaced: what was derived from the old goes
+    assert kept.derived(other, "x", lambda: "new") == "new"
+    assert kept.derived(value, "x", lambda: "gone") == "gone"
+    kept.put("big", {"b": 2}, 10)  # evicts k, and what was derived from it
+    assert kept.derived(other, "x", lambda: "evicted") == "evicted"
+
+
 def test_a_budget_of_zero_keeps_nothing(settings, trio):
     settings.BENCHDB_COMPARISON_MEMO = 0
     compare._MEMO.clear()
