@@ -159,8 +159,10 @@ def database_url(settings_dict: dict) -> str:
     return f"postgres://{auth}{host}{port}/{settings_dict['NAME']}"
 
 
-def database_settings() -> dict:
-    """Django ``DATABASES['default']`` for the embedded PostgreSQL."""
+def database_settings(conn_max_age: int = 0, conn_health_checks: bool = False) -> dict:
+    """Django ``DATABASES['default']`` for the embedded PostgreSQL; a web
+    process keeps its connection ``conn_max_age`` seconds, as with
+    ``DATABASE_URL`` (dj-database-url's arguments of the same names)."""
     server = postgres_server()
     exists = server.psql(
         f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';"
@@ -177,6 +179,8 @@ def database_settings() -> dict:
         "HOST": str(info.socket_dir) if info.socket_dir else "127.0.0.1",
         # The socket file is named after the port (.s.PGSQL.<port>).
         "PORT": str(info.port or ""),
+        "CONN_MAX_AGE": conn_max_age,
+        "CONN_HEALTH_CHECKS": conn_health_checks,
     }
 
 

@@ -116,12 +116,19 @@ TEMPLATES = [
 ]
 
 # PostgreSQL only.  Without DATABASE_URL, the embedded server from pgserver.
+# Seconds a web process keeps its connection between requests, on either:
+# a new connection (and a new PostgreSQL backend) for every request was a
+# large share of a page's fixed cost (bench/README.md, "Pages: the fixed
+# cost").  Checked before reuse (CONN_HEALTH_CHECKS), so a restarted
+# PostgreSQL costs no failed request.  0 closes it after each request: behind
+# pgbouncer in transaction mode (docs/deploy.md, "Database connections").
+DB_CONN_MAX_AGE = envint("DB_CONN_MAX_AGE", 600)
 DATABASE_IS_EMBEDDED = not os.environ.get("DATABASE_URL")
 if not DATABASE_IS_EMBEDDED:
     DATABASES = {
         "default": dj_database_url.parse(
             os.environ["DATABASE_URL"],
-            conn_max_age=envint("DB_CONN_MAX_AGE", 0),
+            conn_max_age=DB_CONN_MAX_AGE,
             conn_health_checks=True,
         )
     }
@@ -130,7 +137,11 @@ elif embedded.is_lifecycle_command(sys.argv):
     # first would make "status" always say running.  It never connects.
     DATABASES = {"default": embedded.unstarted_settings()}
 else:
-    DATABASES = {"default": embedded.database_settings()}
+    DATABASES = {
+        "default": embedded.database_settings(
+            conn_max_age=DB_CONN_MAX_AGE, conn_health_checks=True
+        )
+    }
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ValueError("DATABASE_URL must point at PostgreSQL: benchdb uses no other")
 # PostgreSQL's JIT compiles a query whose estimated cost passes
@@ -346,12 +357,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # error is dropped) applied at each task's start and end (benchdb/celery.py).
 # Celery's Django fix-up otherwise closes it after every task (unless
 # CELERY_DB_REUSE_MAX is set, which hands that rule to us): each ingest paid
-# a new connection and a new PostgreSQL backend.  DB_CONN_MAX_AGE, when set
-# (0 behind pgbouncer), applies here too.
+# a new connection and a new PostgreSQL backend.  DB_CONN_MAX_AGE (0 behind
+# pgbouncer) applies here too.
 CELERY_DB_REUSE_MAX = 2**31
-WORKER_DB_CONN_MAX_AGE = envint(
-    "WORKER_DB_CONN_MAX_AGE", envint("DB_CONN_MAX_AGE", 600)
-)
+WORKER_DB_CONN_MAX_AGE = envint("WORKER_DB_CONN_MAX_AGE", DB_CONN_MAX_AGE)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The public dump for researchers (benchdb/results/tasks.py public_dump), run
 # by `celery -A benchdb beat`; files under PUBLIC_DUMP_DIR (default var/dumps).
