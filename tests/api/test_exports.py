@@ -169,3 +169,42 @@ def test_an_export_row_is_the_api_rows_fields(api, fio):
     assert by_run[guest.pk]["baseline_id"] == host.pk
     assert by_run[guest.pk]["created"].endswith("Z")
     assert by_run[bare.pk]["disk_type"] is None and by_run[bare.pk]["ran_at"] is None
+
+
+def test_a_json_page_writes_each_value_as_json_value_does():
+    """orjson writes the rows: datetimes, uuids and decimals as
+    ``exports.json_value`` writes them, text as UTF-8, the stats text as it
+    was read (or null)."""
+    import datetime as dt
+    import uuid
+    from decimal import Decimal
+
+    when = dt.datetime(2025, 3, 4, 5, 6, 7, 890, tzinfo=dt.UTC)
+    ident = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    columns = ("at", "uuid", "price", "name", "none", "n", "x")
+    rows = [
+        (when, ident, Decimal("1.50"), "Xeon® — «ç»", None, 3, 0.1, '{"a": [1, 2]}'),
+        (when.date(), ident, Decimal("2"), "plain", None, -1, 1e300, None),
+    ]
+    text = b"".join(exports.json_document(columns, rows, "http://t/?cursor=9"))
+    doc = json.loads(text)
+    assert doc["columns"] == list(columns)
+    assert doc["next"] == "http://t/?cursor=9"
+    first, second = doc["rows"]
+    assert first == {
+        "at": "2025-03-04T05:06:07.000890+00:00",
+        "uuid": str(ident),
+        "price": "1.50",
+        "name": "Xeon® — «ç»",
+        "none": None,
+        "n": 3,
+        "x": 0.1,
+        "stats": {"a": [1, 2]},
+    }
+    assert second["at"] == "2025-03-04" and second["stats"] is None
+    assert second["x"] == 1e300 and second["price"] == "2"
+    assert json.loads(b"".join(exports.json_document(columns, [], None))) == {
+        "columns": list(columns),
+        "rows": [],
+        "next": None,
+    }
