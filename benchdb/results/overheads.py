@@ -55,6 +55,45 @@ def pair_overheads(pairs: Sequence[tuple]) -> list[dict]:
     ]
 
 
+def main_value_overheads(
+    pairs: Sequence[tuple], main_values: dict[int, object]
+) -> list[dict]:
+    """``pair_overheads`` of (guest result id, host result id, metric) pairs
+    of main metrics, in the guest's main direction, from the results'
+    ``main_values`` (id -> ``Result.main_values``, read already): no query
+    for a pair both of whose ``main_values`` hold that direction's values;
+    ``pair_overheads`` (one query) for the others."""
+    out: list[dict | None] = [None] * len(pairs)
+    direct, todo = [], []
+    for index, (guest, host, metric) in enumerate(pairs):
+        g_values, h_values = main_values.get(guest), main_values.get(host)
+        whole = all(isinstance(v, list) and len(v) == 2 for v in (g_values, h_values))
+        # Always a list (a trigger writes it, migration 0013).
+        direction = g_values[0] if isinstance(g_values, list) and g_values else None
+        place = list(MAIN_METRICS).index(metric)
+        if (
+            whole
+            and h_values[0] == direction
+            and g_values[1] is not None
+            and h_values[1] is not None
+        ):
+            samples = (
+                stats.Sample(h_values[1][place] or []),
+                stats.Sample(g_values[1][place] or []),
+            )
+            direct.append((index, metric, samples))
+        else:
+            todo.append((index, (guest, host, direction, metric)))
+    found = stats.ratios([samples for _i, _m, samples in direct])
+    for (index, metric, _s), r in zip(direct, found, strict=True):
+        out[index] = stats.overhead_of(r, higher_is_better(metric))
+    if todo:
+        answers = pair_overheads([pair for _i, pair in todo])
+        for (index, _pair), answer in zip(todo, answers, strict=True):
+            out[index] = answer
+    return out
+
+
 # Stored overheads -------------------------------------------------------------
 # A guest result's overhead against its baseline's result of the same
 # comparability key depends on nothing but the two results' values, which

@@ -345,9 +345,15 @@ def headline_results() -> dict[str, Q]:
     wanted = {test_id for test_id, _column in BROWSE_HEADLINES.values()}
     tools = {agent_suite.get_test(test_id)["tool"] for test_id in wanted}
     published = defaultdict(list)
-    rows = Result.objects.filter(
-        run__source=Source.PUBLISHED, comparable=True, tool__in=tools
-    ).values_list("pk", "tool", "stats__main_direction", "options")
+    # The main direction from ``main_values`` (written from the statistics
+    # by a trigger), not from the statistics JSON, decompressed per row.
+    rows = (
+        Result.objects.filter(
+            run__source=Source.PUBLISHED, comparable=True, tool__in=tools
+        )
+        .order_by()
+        .values_list("pk", "tool", "main_values__0", "options")
+    )
     for pk, tool, direction, options in rows:
         test_id = metrics.workload_test_id(tool, direction, options)
         if test_id in wanted:
@@ -435,7 +441,8 @@ def browse_overheads(runs) -> None:
     """``run.rand4k_overhead`` for the list's "4K read vs host" column: the
     guest ÷ host ratio of geometric means with its 95% interval
     (``stats.overhead``, as on the run page), or None without a listed host
-    baseline's figure.  Two queries for the whole page."""
+    baseline's figure.  One query for the whole page (the pairs'
+    ``main_values``), and one more for a pair they do not answer."""
     runs = list(runs)
     paired = [
         r
@@ -443,27 +450,20 @@ def browse_overheads(runs) -> None:
         if getattr(r, "rand4k_result_id", None)
         and getattr(r, "host_rand4k_result_id", None)
     ]
-    directions = dict(
-        Result.objects.filter(pk__in=[r.rand4k_result_id for r in paired]).values_list(
-            "pk", "stats__main_direction"
+    ids = [i for r in paired for i in (r.rand4k_result_id, r.host_rand4k_result_id)]
+    main_values = dict(
+        Result.objects.filter(pk__in=ids).order_by().values_list("pk", "main_values")
+    )
+    by_run = dict(
+        zip(
+            [r.pk for r in paired],
+            overheads.main_value_overheads(
+                [(r.rand4k_result_id, r.host_rand4k_result_id, "iops") for r in paired],
+                main_values,
+            ),
+            strict=True,
         )
     )
-    answers = (
-        overheads.pair_overheads(
-            [
-                (
-                    r.rand4k_result_id,
-                    r.host_rand4k_result_id,
-                    directions.get(r.rand4k_result_id),
-                    "iops",
-                )
-                for r in paired
-            ]
-        )
-        if paired
-        else []
-    )
-    by_run = {r.pk: a for r, a in zip(paired, answers, strict=True)}
     for run in runs:
         run.rand4k_overhead = by_run.get(run.pk)
 
@@ -475,6 +475,7 @@ def label_host_platforms(hosts: list) -> None:
     rows = (
         Run.objects.listed()
         .filter(baseline__in=[h.pk for h in hosts])
+        .order_by()
         .values_list("baseline_id", "platform")
         .distinct()
     )
