@@ -481,7 +481,7 @@ def run_groups(rows: list[dict], run, baseline=None) -> list[dict]:
 
 def result_cells(row: dict) -> dict:
     """The texts of a run page table's row (``run_groups``' rows; written by
-    templates/web/_result_rows.html): the figure, its interval (or the
+    templates/jinja2/web/_result_rows.html): the figure, its interval (or the
     range of the repeats and why), n and the guest/host figure."""
     summary, metric = row["summary"], row["metric"]
     mean, gmean = summary.get("mean"), summary.get("gmean")
@@ -792,6 +792,40 @@ def browse_rows(runs) -> list[dict]:
                 "seq1m_text": human(bw, "bw_bytes") if bw is not None else "—",
                 "vs_host": overhead_cell(run.rand4k_overhead),
                 "created": date(template_localtime(run.created), "Y-m-d"),
+            }
+        )
+    return out
+
+
+def overhead_rows(rows: list[dict]) -> list[dict]:
+    """The overhead report's run-by-run rows (``reads.overhead_rows``) as the
+    text its table shows (Jinja2: ``web/_overhead_rows.html``).  A run's
+    address and name once per run, not once per test."""
+    named = {}
+
+    def name(run) -> tuple[str, str]:
+        if run.pk not in named:
+            named[run.pk] = (run.get_absolute_url(), str(run))
+        return named[run.pk]
+
+    out = []
+    for row in rows:
+        guest, host, metric = row["guest"], row["host"], row["metric"]
+        (guest_url, guest_name), (host_url, host_name) = name(guest), name(host)
+        out.append(
+            {
+                "guest_url": guest_url,
+                "guest": guest_name,
+                "guest_suspect": guest.suspect,
+                "host_url": host_url,
+                "host": host_name,
+                "host_suspect": host.suspect,
+                "test": row["test"].title or row["test"].test_id,
+                "metric": metric_words(metric),
+                "guest_mean": human(row["guest_mean"], metric),
+                "host_mean": human(row["host_mean"], metric),
+                "overhead": pct(row["overhead"]),
+                "interval": row["interval"]["text"],
             }
         )
     return out

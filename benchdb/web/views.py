@@ -584,6 +584,7 @@ def _extremes(data: dict, labels: dict) -> list[dict]:
 
 def overhead_report(request):
     context = reads.overhead_report(request.GET.get("page"))
+    context["rows"] = present.overhead_rows(context["rows"])
     context.update(_answer_context(request, cache_sweep=False))
     workload = context["workload"]
     if workload:

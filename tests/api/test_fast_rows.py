@@ -567,7 +567,7 @@ def test_overheads_are_the_per_pair_answers_of_the_stored_values(shapes):
 
 
 def test_run_page_rows_escape_and_say_what_they_lack(client, fio, shapes):
-    """The run page's results table (templates/web/_result_rows.html): the
+    """The run page's results table (templates/jinja2/web/_result_rows.html): the
     uploader's words as text, badges, a missing raw output, fewer than three
     repeats said so; each cell labelled by its column's header."""
     from benchdb.results.models import RawOutput, Result
@@ -579,7 +579,8 @@ def test_run_page_rows_escape_and_say_what_they_lack(client, fio, shapes):
     odd.save()
     RawOutput.objects.filter(result__run=shapes["guest"], repeat=1).delete()
     page = client.get(shapes["owned"].get_absolute_url()).content.decode()
-    assert "&lt;b&gt;&quot;odd&quot; &amp; title&lt;/b&gt;" in page
+    # Escaped by Jinja2 (markupsafe writes " as &#34;, Django as &quot;).
+    assert "&lt;b&gt;&#34;odd&#34; &amp; title&lt;/b&gt;" in page
     assert '<b>"odd"' not in page
     assert '<span class="badge">approximate</span>' in page
     assert '<span class="badge">outside the suite</span>' in page
