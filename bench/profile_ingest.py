@@ -10,9 +10,10 @@ with the broker left out (the message is not sent: this times the request),
 then stored by the ingest task, called in this process (its refresh
 message is sent to the broker as a worker's would be).  Printed: CPU
 milliseconds per bundle of each half (``time.process_time``, this process
-only: PostgreSQL's share is not in it), and with ``--profile`` the functions
-that took it (cProfile with a CPU clock, sorted by cumulative then by own
-time; its overhead inflates small functions several times).  It works in
+only: PostgreSQL's share is not in it; the mean and the median), and with
+``--profile`` the functions that took it (cProfile with a CPU clock, sorted
+by cumulative then by own time; its overhead inflates small functions
+several times).  It works in
 its own database (``--database``), created at start and dropped at the end.
 """
 
@@ -24,6 +25,7 @@ import gc
 import json
 import os
 import pstats
+import statistics
 import sys
 import time
 import uuid
@@ -41,6 +43,12 @@ def _bodies(bundles: list[dict], count: int) -> list[bytes]:
         bundle["pair_id"] = None
         out.append(json.dumps(bundle).encode())
     return out
+
+
+def _median_ms(seconds: list[float]) -> float:
+    """The median in ms: on a shared machine, less moved by the others' load
+    (and by this process's rare collections) than the mean."""
+    return statistics.median(seconds) * 1000
 
 
 def _report(profile: cProfile.Profile | None, top: int) -> None:
@@ -107,10 +115,13 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.process_time()
             if profile:
                 profile.enable()
+            api_each = []
             for body in bodies:
+                t1 = time.process_time()
                 response = client.post(
                     "/api/v1/submissions/", body, content_type="application/json"
                 )
+                api_each.append(time.process_time() - t1)
                 if response.status_code != 202:
                     raise SystemExit(
                         f"refused: {response.status_code} {response.content[:500]!r}"
@@ -120,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             api_ms = (time.process_time() - t0) / len(bodies) * 1000
         print(
             f"API: {len(bodies)} bundles of {size / 1024:.0f} KiB, "
-            f"{api_ms:.1f} ms CPU per bundle (this process)"
+            f"{api_ms:.1f} ms CPU per bundle (this process; median "
+            f"{_median_ms(api_each):.1f} ms)"
         )
         _report(profile, args.top)
 
@@ -132,8 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.process_time()
         if profile:
             profile.enable()
+        store_each = []
         for pk in subs:
+            t1 = time.process_time()
             tasks.ingest(pk)
+            store_each.append(time.process_time() - t1)
         if profile:
             profile.disable()
         store_ms = (time.process_time() - t0) / len(subs) * 1000
@@ -142,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         ).count()
         print(
             f"worker: the ingest task of {len(subs)} submissions ({done} done), "
-            f"{store_ms:.1f} ms CPU per bundle (this process)"
+            f"{store_ms:.1f} ms CPU per bundle (this process; median "
+            f"{_median_ms(store_each):.1f} ms)"
         )
         _report(profile, args.top)
         connections.close_all()

@@ -7,6 +7,10 @@ is an object with a key twice (which value was meant?).  Bodies may be sent
 ``Content-Encoding: gzip`` (every member) or ``deflate`` (zlib, or raw as
 some clients send it); any other coding is refused (415) rather than read as
 JSON, and a chunked body (no Content-Length) is read to its end.
+
+The body's text is kept on the request (``BODY_TEXT``): an upload stores
+the bundle as it was sent (``Submission.bundle``), with no second encoding
+of what was just decoded.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from rest_framework.parsers import BaseParser
 from benchdb.api.exceptions import PayloadTooLarge
 from benchdb.api.validation import DIGITS
 from benchdb.lib.collector import paused_gc
+
+# The attribute of the (DRF) request that holds the JSON text of its body,
+# as decoded by ``BundleJSONParser``.
+BODY_TEXT = "body_json_text"
 
 
 def _reject_constant(name: str):
@@ -129,7 +137,8 @@ class BundleJSONParser(BaseParser):
         body = read_limited(stream, limit)
         body = decode_content(body, meta.get("HTTP_CONTENT_ENCODING", ""), limit)
         try:
-            return loads_strict(body.decode("utf-8"))
+            text = body.decode("utf-8")
+            data = loads_strict(text)
         except UnicodeDecodeError as exc:
             raise ParseError(f"The body is not UTF-8: {exc}") from exc
         except ValueError as exc:
@@ -138,3 +147,6 @@ class BundleJSONParser(BaseParser):
             # json's decoder recurses per level: a body of 100,000 "[" would
             # otherwise be a 500.  The contract bounds depth far lower anyway.
             raise ParseError("JSON parse error: nested too deeply") from None
+        if request is not None:
+            setattr(request, BODY_TEXT, text)
+        return data

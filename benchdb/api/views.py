@@ -11,8 +11,11 @@ from __future__ import annotations
 import uuid
 from functools import partial
 
+import orjson
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
+from django.db.models import Value
+from django.db.models.functions import Cast
 from django.http import FileResponse, Http404, StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
@@ -31,6 +34,7 @@ from rest_framework.views import APIView
 
 from benchdb.api import serializers as s
 from benchdb.api.exceptions import BundleInvalid
+from benchdb.api.parsers import BODY_TEXT
 from benchdb.api.permissions import (
     IsRunOwnerOrReadOnly,
     IsStaff,
@@ -172,6 +176,31 @@ def readable_runs(request):
 # Submissions -----------------------------------------------------------------
 
 
+def _cast_jsonb(text: str) -> Cast:
+    return Cast(Value(text), output_field=models.JSONField())
+
+
+def _as_sent(request, doc: dict):
+    """The bundle for ``Submission.bundle``: the body's JSON text as sent
+    (``parsers.BODY_TEXT``), read into jsonb by PostgreSQL, instead of
+    ``doc`` encoded again (2-3 ms of a standard bundle's upload).  The same
+    value as ``doc`` (the parser refuses duplicate keys, NaN and Infinity),
+    but for a whole number a sender wrote with an exponent ("1E2"), read
+    back as an integer, as json.dumps's "1e+16" already was."""
+    text = getattr(request, BODY_TEXT, None)
+    return doc if text is None else _cast_jsonb(text)
+
+
+def _jsonb(value):
+    """``value`` for a JSON column, encoded by orjson (the same jsonb as
+    json.dumps gives; json's encoder where orjson has no answer, e.g. an
+    integer past 64 bits)."""
+    try:
+        return _cast_jsonb(orjson.dumps(value).decode())
+    except TypeError:
+        return value
+
+
 @extend_schema_view(
     retrieve=extend_schema(
         summary="Status of a submission",
@@ -269,10 +298,10 @@ class SubmissionViewSet(
         if existing is not None and not deleted:
             return self._existing(existing, key)
         fields = {
-            "bundle": doc,
+            "bundle": _as_sent(request, doc),
             # The raw outputs as the check just parsed them: the worker
             # stores these records (ingest.parsed_of).
-            "parsed": ingest.parsed_of(checked),
+            "parsed": _jsonb(ingest.parsed_of(checked)),
             "submitted_by": user,
             "owner_key_hash": hash_secret(key) if key else "",
             "visibility": visibility,

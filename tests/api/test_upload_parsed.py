@@ -228,3 +228,32 @@ def test_the_upload_pauses_the_collector_and_leaves_it_running(fio, alice):
 def _checked_without_gc(doc, **kwargs):
     assert not gc.isenabled(), "the collector runs during the upload's check"
     return check_upload(doc, **kwargs)
+
+
+def test_the_upload_stores_the_bundle_as_sent(fio, alice):
+    """``Submission.bundle`` is the body's JSON text as sent (read into jsonb
+    by PostgreSQL, not encoded again by the view): the same value as the
+    decoded document, whatever the body's spacing and key order; the worker
+    is given the same values."""
+    bundle = make_bundle(fio, tests=TESTS)
+    bundle["title"] = 'é \u2603 \\ " /'
+    body = json.dumps(dict(reversed(bundle.items())), indent=3, ensure_ascii=True)
+    response = token_client(alice).post(
+        "/api/v1/submissions/", body, content_type="application/json"
+    )
+    assert response.status_code == 202, response.content
+    sub = Submission.objects.get(bundle_id=bundle["bundle_id"])
+    assert sub.bundle == json.loads(body) == bundle
+    assert sub.parsed == json.loads(json.dumps(parsed_of(contract.check(bundle))))
+    seen = {}
+    store = tasks.store_bundle
+
+    def spy(doc, **kwargs):
+        seen.update(bundle=doc, parsed=kwargs["parsed"])
+        return store(doc, **kwargs)
+
+    with mock.patch.object(tasks, "store_bundle", spy):
+        tasks.ingest.run(sub.pk)
+    sub.refresh_from_db()
+    assert sub.status == "done", sub.errors
+    assert seen == {"bundle": sub.bundle, "parsed": sub.parsed}
