@@ -797,6 +797,31 @@ def browse_rows(runs) -> list[dict]:
     return out
 
 
+def home_rows(runs) -> list[dict]:
+    """The home page's latest runs (``reads.home_summary``, hosts labelled
+    by ``reads.label_host_platforms``) as the text its table shows (Jinja2:
+    ``web/_home_rows.html``)."""
+    out = []
+    for run in runs:
+        hardware = run.hardware
+        out.append(
+            {
+                "url": run.get_absolute_url(),
+                "name": str(run),
+                "role_text": run.get_role_display(),
+                "platform_text": getattr(run, "platform_label", "")
+                or run.get_platform_display(),
+                "cache_text": run.cache_mode,
+                "storage": run.get_storage_backend_display(),
+                "disk": (hardware.get_disk_type_display() if hardware else "") or "—",
+                "source": run.get_source_display(),
+                "rand4k_text": human(run.rand4k_iops, "iops"),
+                "seq1m_text": human(run.seq1m_bw, "bw_bytes"),
+            }
+        )
+    return out
+
+
 def overhead_rows(rows: list[dict]) -> list[dict]:
     """The overhead report's run-by-run rows (``reads.overhead_rows``) as the
     text its table shows (Jinja2: ``web/_overhead_rows.html``).  A run's

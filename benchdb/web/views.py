@@ -46,6 +46,7 @@ from benchdb.results.vocab import Source
 from benchdb.web import answers, owner, present
 from benchdb.web.forms import SignupForm
 from benchdb.web.imports import ImportForm
+from benchdb.web.templatetags.benchdb_format import metric_words
 from benchdb_agent import vocab as agent_vocab
 
 MAX_COMPARE = reads.MAX_COMPARE_RUNS
@@ -56,6 +57,7 @@ def home(request):
     context = reads.home_summary()
     context["latest"] = list(context["latest"])
     reads.label_host_platforms([r for r in context["latest"] if r.role == "host"])
+    context["latest_rows"] = present.home_rows(context["latest"])
     return render(request, "web/home.html", context)
 
 
@@ -521,6 +523,9 @@ def _left_out_links(setup: dict, mode: str, counts: dict) -> list[dict]:
 
 def cache_mode_report(request):
     context = reads.cache_mode_report(request.GET.get("group"), request.GET.get("page"))
+    # The sets of runs the page offers, apart from the shown set's comparison
+    # (``_comparison_context``), whose chart groups are its "groups".
+    context["sets"] = context.pop("groups")
     context.update(_answer_context(request, cache_sweep=True))
     workload = context["workload"]
     if workload:
@@ -574,6 +579,7 @@ def _extremes(data: dict, labels: dict) -> list[dict]:
         out.append(
             {
                 **e,
+                "metric_text": metric_words(e["metric"]),
                 "fastest": labels.get(e["fastest"]),
                 "slowest": labels.get(e["slowest"]),
                 "significant": [labels[rid] for rid in e["significant"]],

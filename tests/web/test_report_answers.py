@@ -76,6 +76,16 @@ def test_published_sets_are_offered_mode_by_mode(client, mix):
     assert '<details class="group" id="one-system"' in page
 
 
+def test_the_shown_set_leaves_the_sets_offered_as_they_are(client, mix):
+    """The sets measured by the agent stay the select's options when one is
+    shown (its comparison's chart groups are no sets of runs)."""
+    page = client.get("/reports/cache-modes/").content.decode()
+    assert "Fastest and slowest" in page  # a set is shown
+    offered = page.split('<optgroup label="Measured by the agent">')[1]
+    values = re.findall(r'<option value="([^"]*)"', offered.split("</optgroup>")[0])
+    assert values and all(re.fullmatch(r"\d+(-\d+)+", v) for v in values)
+
+
 def test_overhead_guest_faster_than_host_says_why(client, mix):
     page = client.get(
         f"/reports/overhead/?platform=libvirt&workload={CACHED}"
