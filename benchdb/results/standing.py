@@ -39,11 +39,34 @@ def nearest_runs(run: Run, answer: dict, k: int = NEAREST) -> list[int]:
         list(answer["match"].items()),
         comparable_runs(),
     ).exclude(run_id=run.pk)
-    return list(
+    nearest = (
         qs.annotate(gap=Abs(F(column) - answer["value"]))
         .order_by("gap", "run_id")
-        .values_list("run_id", flat=True)[:k]
+        .values_list("run_id", flat=True)
     )
+    window = _window(answer["value"], answer["population"], k)
+    if window is not None:
+        # Only the figures as near as the k-th nearest of the stored
+        # population (``results_result_key_iops_idx``, ``..._bw_idx``): a range of one
+        # key's figures, not every result of that key sorted by its gap.
+        found = list(nearest.filter(**{f"{column}__range": window})[:k])
+        if len(found) == k:
+            return found
+        # Fewer: runs of the stored population were removed since.
+    return list(nearest[:k])
+
+
+def _window(value: float, population: list, k: int) -> tuple[float, float] | None:
+    """The figures around ``value`` that hold its ``k`` nearest of
+    ``population`` (a stored answer's figures): at least ``k`` of the runs
+    now, unless some were removed since; runs added since that are nearer
+    lie within it too.  None when the population has fewer than ``k``."""
+    if len(population) < k:
+        return None
+    gap = sorted(abs(p - value) for p in population)[k - 1]
+    # The gap as PostgreSQL computes it may round the other way.
+    gap += (abs(value) + gap) * 1e-9
+    return value - gap, value + gap
 
 
 def run_standing(run: Run, tests: Iterable[tuple[str, str, str]]) -> list[dict]:
@@ -52,10 +75,29 @@ def run_standing(run: Run, tests: Iterable[tuple[str, str, str]]) -> list[dict]:
     ``better_than_percent``, ``ranked_among``...) with ``label`` and
     ``nearest`` (run ids to compare with).  Tests the run lacks are left
     out."""
+    # The run's results as its page read them (``reads.attach_tests``):
+    # each test's key and figure without a query of their own.
+    results = None
+    if "results" in getattr(run, "_prefetched_objects_cache", {}):
+        results = {}
+        for res in sorted(run.results.all(), key=lambda r: r.pk):
+            results.setdefault(res.test_id, res)
     out = []
     for test_id, metric, label in tests:
+        found = None
+        if results is not None:
+            res = results.get(test_id)
+            found = (
+                (
+                    res.comparability_key,
+                    getattr(res, metric_column(metric)),
+                    res.comparable,
+                )
+                if res is not None
+                else (None, None, None)
+            )
         try:
-            answer = similar_systems(run, test_id, metric)
+            answer = similar_systems(run, test_id, metric, found=found)
         except LookupError:
             continue
         out.append({**answer, "label": label, "nearest": nearest_runs(run, answer)})

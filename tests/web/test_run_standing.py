@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from benchdb.results.ingest import store_bundle
-from benchdb.results.models import Result
+from benchdb.results.models import Result, Run
 from tests.web.test_owner_pages import BUNDLES
 
 pytestmark = pytest.mark.django_db
@@ -70,3 +70,59 @@ def test_a_run_alone_says_no_other_run(client):
     assert 'data-ranked-among="0"' in cell
     assert "no other comparable run yet" in cell
     assert "nearest" not in cell
+
+
+def test_the_nearest_are_read_in_a_window_of_the_stored_population():
+    """``nearest_runs`` asks only for the figures within the k-th nearest of
+    the stored population, and gives what the whole sort gave: with runs
+    added since it was stored, and with runs removed since (then the window
+    holds fewer than k and the whole key is asked)."""
+    from benchdb.results import similar, standing
+
+    runs = [run_of(READ, title=f"r{i}") for i in range(6)]
+    for i, run in enumerate(runs):
+        Result.objects.filter(run=run, test_id=READ).update(iops_mean=1000.0 * i)
+    me = runs[3]
+
+    def expected():
+        answer = similar.similar_systems(me, READ, "iops")
+        others = sorted(
+            (abs(1000.0 * i - 3000.0), r.pk)
+            for i, r in enumerate(runs)
+            if r.pk != me.pk and Run.objects.filter(pk=r.pk).exists()
+        )
+        return answer, [pk for _gap, pk in others[: standing.NEAREST]]
+
+    answer, nearest = expected()
+    assert standing.nearest_runs(me, answer) == nearest
+    # The window: the 3rd nearest of the population is 2000 away.
+    low, high = standing._window(3000.0, answer["population"], standing.NEAREST)
+    assert low == pytest.approx(1000.0) and high == pytest.approx(5000.0)
+    # A run added since, nearer than the stored ones: in the window.
+    added = run_of(READ, title="added")
+    Result.objects.filter(run=added, test_id=READ).update(iops_mean=3100.0)
+    found = standing.nearest_runs(me, answer)
+    assert found[0] == added.pk and len(found) == standing.NEAREST
+    # Runs removed since: fewer than k in the window, so the whole key.
+    Run.objects.filter(pk__in=[runs[1].pk, runs[2].pk, runs[4].pk]).delete()
+    found = standing.nearest_runs(me, answer)
+    assert found == [added.pk, runs[5].pk, runs[0].pk]
+
+
+def test_the_page_reads_no_figure_of_its_own_run_again(client):
+    """The run's key and figure of each headline test come from the results
+    the page read (``standing.run_standing``), not from a query each."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    run = run_of(READ, "fio-seq-read-1m-q8t1")
+    client.get(run.get_absolute_url())
+    with CaptureQueriesContext(connection) as queries:
+        client.get(run.get_absolute_url())
+    own = [
+        q["sql"]
+        for q in queries
+        if '"results_result"."run_id" = ' in q["sql"]
+        and '"results_result"."test_id" = ' in q["sql"]
+    ]
+    assert own == []
