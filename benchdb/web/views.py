@@ -8,6 +8,7 @@ pages work without JavaScript.
 from __future__ import annotations
 
 import gzip
+import hashlib
 from functools import lru_cache
 
 from django.contrib import admin
@@ -46,6 +47,7 @@ from benchdb.results.vocab import Source
 from benchdb.web import answers, owner, present
 from benchdb.web.forms import SignupForm
 from benchdb.web.imports import ImportForm
+from benchdb.web.templatetags import partials
 from benchdb.web.templatetags.benchdb_format import metric_words
 from benchdb_agent import vocab as agent_vocab
 
@@ -289,11 +291,36 @@ def _labels(runs: list[Run]) -> dict:
     return present.differences(runs)
 
 
+COMPARE_ROWS = "web/_compare_rows.html"
+
+
+def _chart_groups(data: dict, labels: dict, inline: bool) -> list[dict]:
+    """``present.chart_groups`` with each group's table rows written
+    (``rows_html``) when the tables are inline, kept with a comparison the
+    memo keeps (``compare.derived``, as the API keeps its JSON) under the
+    run labels and the rows template's code, so a hot comparison's page
+    does not write its rows again; made every time for any other.  Readers
+    must not change them."""
+    rows_template = partials.partial(COMPARE_ROWS)
+    key = repr((inline, sorted(labels.items()), partials.code(rows_template)))
+
+    def make() -> list[dict]:
+        groups = present.chart_groups(data, labels, rows=inline)
+        for group in groups:
+            if group["rows"]:
+                group["rows_html"] = partials.write(rows_template, rows=group["rows"])
+                group["rows"] = []
+        return groups
+
+    name = "page groups " + hashlib.sha256(key.encode()).hexdigest()
+    return compare_mod.derived(data, name, make)
+
+
 def _presented_comparison(runs, reference, data: dict, ids: list[int]) -> dict:
     diff = _labels(runs)
     labels = diff["labels"]
     inline = _tables_inline(data, runs)
-    groups = present.chart_groups(data, labels, rows=inline)
+    groups = _chart_groups(data, labels, inline)
     chart_data = [
         {"slug": g["slug"], "bars": g["bars"], "lines": g["lines"]} for g in groups
     ]

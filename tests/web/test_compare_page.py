@@ -93,6 +93,29 @@ def test_table_and_markdown_urls_refuse_bad_input(client, full_pair):
     assert client.get("/compare/markdown/?runs=999999").status_code == 404
 
 
+def test_a_kept_comparisons_rows_are_written_once_per_labels_and_code(
+    client, full_pair, monkeypatch
+):
+    """The inline tables' rows of a comparison the memo keeps are written
+    once and kept with it (``views._chart_groups``, ``compare.derived``);
+    a run renamed, or another rows template, writes them again."""
+    from benchdb.results.models import Run
+    from benchdb.web.templatetags import partials
+
+    monkeypatch.setattr(views, "INLINE_TABLE_ROWS", 10_000)
+    url = f"/compare/?runs={full_pair}"
+    first = client.get(url).context["groups"]
+    assert all(g["rows_html"] and g["rows"] == [] for g in first)
+    assert client.get(url).context["groups"] is first
+    Run.objects.filter(pk=int(full_pair.split(",")[1])).update(title="<i>renamed</i>")
+    renamed = client.get(url)
+    assert renamed.context["groups"] is not first
+    assert "&lt;i&gt;renamed&lt;/i&gt;" in renamed.content.decode()
+    assert client.get(url).context["groups"] is renamed.context["groups"]
+    monkeypatch.setattr(partials, "code", lambda jinja: "another template")
+    assert client.get(url).context["groups"] is not renamed.context["groups"]
+
+
 def test_compare_page_queries_do_not_grow_with_runs(
     client, full_pair, django_assert_num_queries
 ):
