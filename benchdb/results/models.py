@@ -423,6 +423,17 @@ class Run(models.Model):
                 condition=Q(source=Source.PUBLISHED),
                 name="results_run_published_idx",
             ),
+            # Listed runs that may stand for bare metal (``listed().bare_metal()``):
+            # the overhead report's paired guests (``reads.overhead_guests``,
+            # its bounded count) probe their baselines here, not in the
+            # table, whose pages ``virtual_host`` alone sent them through.
+            models.Index(
+                fields=["id"],
+                condition=Q(
+                    visibility=Visibility.PUBLIC, hidden=False, virtual_host=False
+                ),
+                name="results_run_listed_bare_idx",
+            ),
             # The runs a report's answer leaves out (suspect, unlisted,
             # imported), counted per cache mode on every cache-mode report
             # (``reports.left_out``, ``reports.LEFT_OUT``): a few percent of
