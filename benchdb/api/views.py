@@ -717,9 +717,8 @@ class CompareView(APIView):
             **error_responses(400),
         },
     )
-    # A comparison computed is tens of thousands of new dicts and lists: no
-    # collector walk over them, nor over the whole heap, while it is built
-    # (benchdb/lib/collector.py).
+    # Its reads, checks and answer with no collector pass either
+    # (compare.comparison pauses it while the answer is computed).
     @paused_gc()
     def get(self, request):
         query = s.CompareQuerySerializer(data=request.query_params)

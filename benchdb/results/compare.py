@@ -21,6 +21,7 @@ from typing import NamedTuple, TypeVar
 from django.conf import settings
 from django.db import connection
 
+from benchdb.lib.collector import paused_gc
 from benchdb.results import memo, stats
 from benchdb.results.metrics import (
     MAIN_METRIC_INDEX,
@@ -225,6 +226,10 @@ def _figure_count(data: dict) -> int:
 
 
 @memo.memoized(_MEMO, _figure_count, _budget)
+# Tens of thousands of new dicts and lists, none in a cycle: no collector
+# pass over them, nor over the whole heap, while they are made (the API's
+# and the pages' comparisons alike; benchdb/lib/collector.py).
+@paused_gc()
 def comparison(inputs: Inputs) -> dict:
     """``build_comparison``'s answer for its inputs: the results read by id
     (their values never change), then ``computed``."""
