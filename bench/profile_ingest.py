@@ -10,11 +10,13 @@ with the broker left out (the message is not sent: this times the request),
 then stored by the ingest task, called in this process (its refresh
 message is sent to the broker as a worker's would be).  Printed: CPU
 milliseconds per bundle of each half (``time.process_time``, this process
-only: PostgreSQL's share is not in it; the mean and the median), and with
-``--profile`` the functions that took it (cProfile with a CPU clock, sorted
-by cumulative then by own time; its overhead inflates small functions
-several times).  It works in
-its own database (``--database``), created at start and dropped at the end.
+only; the mean and the median) and PostgreSQL's (the CPU of the session's
+backend, from /proc where the server runs on this machine: the process
+keeps one connection, ``DB_CONN_MAX_AGE``, so a new connection's start is
+in neither), and with ``--profile`` the functions that took it (cProfile
+with a CPU clock, sorted by cumulative then by own time; its overhead
+inflates small functions several times).  It works in its own database
+(``--database``), created at start and dropped at the end.
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ def _median_ms(seconds: list[float]) -> float:
     return statistics.median(seconds) * 1000
 
 
+def _backend_ms(connection) -> float:
+    """CPU ms the session's PostgreSQL backend has used (0 if not local)."""
+    from bench.ingest import _cpu_s
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return _cpu_s(cursor.fetchone()[0]) * 1000
+
+
 def _report(profile: cProfile.Profile | None, top: int) -> None:
     if profile is not None:
         stats = pstats.Stats(profile, stream=sys.stdout)
@@ -78,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchdb.settings")
     os.environ["SUBMISSION_THROTTLE"] = "100000000/hour"
+    # One session for every request and task: its backend's CPU is
+    # PostgreSQL's share (a connection per request would end with each).
+    os.environ["DB_CONN_MAX_AGE"] = "600"
     from bench.__main__ import recreate_database, server_url, with_database
 
     server = server_url()
@@ -112,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             # processes do once they have imported everything.
             gc.freeze()
             profile = cProfile.Profile(time.process_time) if args.profile else None
+            pg0 = _backend_ms(connections["default"])
             t0 = time.process_time()
             if profile:
                 profile.enable()
@@ -129,10 +144,11 @@ def main(argv: list[str] | None = None) -> int:
             if profile:
                 profile.disable()
             api_ms = (time.process_time() - t0) / len(bodies) * 1000
+            api_pg = (_backend_ms(connections["default"]) - pg0) / len(bodies)
         print(
             f"API: {len(bodies)} bundles of {size / 1024:.0f} KiB, "
             f"{api_ms:.1f} ms CPU per bundle (this process; median "
-            f"{_median_ms(api_each):.1f} ms)"
+            f"{_median_ms(api_each):.1f} ms); PostgreSQL {api_pg:.1f} ms"
         )
         _report(profile, args.top)
 
@@ -141,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             tasks.ingest(pk)
         subs = subs[len(warm) :]
         profile = cProfile.Profile(time.process_time) if args.profile else None
+        pg0 = _backend_ms(connections["default"])
         t0 = time.process_time()
         if profile:
             profile.enable()
@@ -152,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         if profile:
             profile.disable()
         store_ms = (time.process_time() - t0) / len(subs) * 1000
+        store_pg = (_backend_ms(connections["default"]) - pg0) / len(subs)
         done = Submission.objects.filter(
             pk__in=subs, status=Submission.Status.DONE
         ).count()
         print(
             f"worker: the ingest task of {len(subs)} submissions ({done} done), "
             f"{store_ms:.1f} ms CPU per bundle (this process; median "
-            f"{_median_ms(store_each):.1f} ms)"
+            f"{_median_ms(store_each):.1f} ms); PostgreSQL {store_pg:.1f} ms"
         )
         _report(profile, args.top)
         connections.close_all()
