@@ -347,6 +347,11 @@ def _hardware(bundle: dict) -> Hardware | None:
     if not any(v not in (None, "", "unknown") for v in fields.values()):
         return None
     fingerprint = Hardware.fingerprint_of(fields)
+    # Most uploads come from hardware seen before: one read, not the CPU and
+    # disk model lookups a new hardware row needs (two queries a bundle).
+    known = Hardware.objects.filter(fingerprint=fingerprint).first()
+    if known is not None:
+        return known
     cpu_model = (
         CpuModel.objects.get_or_create(name=fields["cpu_model"])[0]
         if fields["cpu_model"]
