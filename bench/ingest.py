@@ -9,11 +9,15 @@ store them, against a bulk INSERT of the same rows.
 2. gunicorn (the serving model of the rows, ``--serving``) takes N copies
    of the seed bundles (new bundle ids) POSTed by 4 uploaders at once: the
    API validates each (re-parsing every raw output) and queues it;
-3. the clock runs from the first POST to the last submission ``done``: the
-   rate a fleet of agents uploading at once sees.  The CPU time gunicorn,
+3. after a warm-up (``_warm_up``: 3 uploads per web worker, not timed, so
+   every process has taken its first request or task, and the refresh they
+   queued has run), the clock runs from
+   the first POST to the last submission ``done``: the rate a fleet of
+   agents uploading at once sees at a warm server.  The CPU time gunicorn,
    the workers and their PostgreSQL backends used meanwhile is printed per
    bundle (the figure to read on a shared machine, where the rate depends
-   on the others' load);
+   on the others' load), with the backends that ended meanwhile (a web
+   process without persistent connections starts one per upload);
 4. the same rows (runs, results, measurements, raw outputs) are copied once
    more with one ``INSERT ... SELECT`` per table: the database's own floor,
    and the end-to-end rate as a share of it.
@@ -34,6 +38,71 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _copies(bundles: list[dict], count: int) -> tuple[list[bytes], list[str]]:
+    """``count`` copies of the seed bundles with new ids, encoded once (the
+    uploaders send bytes: no client encoding on the cores being measured),
+    and their ids."""
+    bodies, ids = [], []
+    for i in range(count):
+        bundle = dict(bundles[i % len(bundles)])
+        bundle["bundle_id"] = str(uuid.uuid4())
+        bundle["pair_id"] = None
+        ids.append(bundle["bundle_id"])
+        bodies.append(json.dumps(bundle).encode())
+    return bodies, ids
+
+
+def _wait_done(ids: list[str], deadline: float) -> tuple[int, int]:
+    """(done, failed) once every submission of ``ids`` is one or the other
+    (or at ``deadline``, ``time.monotonic``)."""
+    while True:
+        done, failed = _done_count(ids)
+        if done + failed >= len(ids) or time.monotonic() > deadline:
+            return done, failed
+        time.sleep(0.01)
+
+
+def _warm_up(port: int, bundles: list[dict], web_workers: int) -> None:
+    """Uploads before the clock, one per web worker and then some, waited
+    for to the last done: every gunicorn worker and every worker pool
+    process has taken its first request or task.  A first one costs far
+    more than the rest (a gunicorn worker's first upload 110 ms of CPU
+    against 33 ms, measured with one sync worker: the pages copied from the
+    preloaded parent, the connection, what is built on first use), a cost a
+    server pays once per ``--max-requests`` (1,000) requests and a pool
+    process once per ``--max-tasks-per-child`` (100) tasks; with 5 web
+    workers and 2 pool processes it was about a quarter of what 40 timed
+    bundles measured."""
+    bodies, ids = _copies(bundles, 3 * web_workers)
+    errors: list[str] = []
+    _post_all(port, bodies, web_workers, errors)
+    if errors:
+        raise SystemExit(f"bench: upload refused: {errors[0]}")
+    _wait_done(ids, time.monotonic() + 120)
+    _wait_refresh_idle(time.monotonic() + 120)
+
+
+def _wait_refresh_idle(deadline: float) -> None:
+    """Until no summary refresh is queued or running: the one the warm-up
+    queued (``SUMMARY_REFRESH_DELAY_S`` after its first upload) is not timed
+    with the timed uploads, as none was before the warm-up."""
+    from django.db import connection
+
+    from benchdb.results.refresh import REFRESH_LOCK
+
+    while time.monotonic() < deadline:
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT NOT EXISTS (SELECT 1 FROM results_dataversion "
+                "WHERE refresh_queued IS NOT NULL) AND NOT EXISTS (SELECT 1 "
+                "FROM pg_locks WHERE locktype = 'advisory' AND objid = %s)",
+                [REFRESH_LOCK],
+            )
+            if cur.fetchone()[0]:
+                return
+        time.sleep(0.1)
 
 
 def _post_all(port: int, bodies: list[bytes], threads: int, errors: list) -> None:
@@ -133,10 +202,11 @@ def _tree_cpu_s(pid: int) -> float:
     return sum(_cpu_s(p) for p in tree_pids(pid))
 
 
-def _backends_cpu_s() -> tuple[float, int]:
-    """CPU seconds of the other client backends on this database (the
-    worker's, which it keeps across tasks) and how many; 0 where PostgreSQL
-    runs on another machine."""
+def _backends_cpu(since: dict[int, float] | None = None) -> dict[int, float]:
+    """CPU seconds of each other client backend on this database (the
+    workers' and the web workers', kept across tasks and requests), by pid:
+    since ``since`` (a pid not in it started meanwhile); none where
+    PostgreSQL runs on another machine."""
     from django.db import connection
 
     with connection.cursor() as cur:
@@ -145,7 +215,30 @@ def _backends_cpu_s() -> tuple[float, int]:
             "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
         )
         pids = [r[0] for r in cur.fetchall()]
-    return sum(_cpu_s(p) for p in pids), len(pids)
+    since = since or {}
+    return {p: _cpu_s(p) - since.get(p, 0.0) for p in pids}
+
+
+def _ended_backends_cpu_s() -> float:
+    """CPU seconds of every PostgreSQL backend that has ended so far (the
+    postmaster's reaped children, from /proc; 0 where PostgreSQL runs on
+    another machine).  A web process that opens a connection per request
+    (``DB_CONN_MAX_AGE`` 0) starts and ends a backend per upload, whose CPU
+    ``_backends_cpu`` never sees.  Server-wide: on a shared machine, other
+    databases' ended sessions are in it too."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        backend = cur.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()
+        postmaster = int(fields[1])
+        fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1]
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    fields = fields.split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 def _done_count(ids: list[str]) -> tuple[int, int]:
@@ -170,13 +263,7 @@ def one_broker(
     POST to the last submission ``done``.  (line, bundles/s)."""
     from bench.timing import Server
 
-    bodies, ids = [], []
-    for i in range(count):
-        bundle = dict(bundles[i % len(bundles)])
-        bundle["bundle_id"] = str(uuid.uuid4())
-        bundle["pair_id"] = None
-        ids.append(bundle["bundle_id"])
-        bodies.append(json.dumps(bundle).encode())
+    bodies, ids = _copies(bundles, count)
     size = sum(len(b) for b in bodies) / len(bodies)
     workdir = Path(tempfile.mkdtemp(prefix="benchdb-bench-broker-"))
     env = {
@@ -218,8 +305,12 @@ def one_broker(
                 time.sleep(0.01)
         server = Server(dsn, serving=serving)
         try:
+            _warm_up(server.port, bundles, server.serving.workers)
             web0 = _tree_cpu_s(server.proc.pid)
             cpu0 = sum(_tree_cpu_s(p.pid) for p in procs)
+            ended0 = _ended_backends_cpu_s()
+            # The backends' CPU from here: the warm-up's is not the timed one.
+            pg0 = _backends_cpu()
             errors: list[str] = []
             uploads = threading.Thread(
                 target=_post_all, args=(server.port, bodies, clients, errors)
@@ -238,7 +329,9 @@ def one_broker(
             uploads.join()
             web_cpu = _tree_cpu_s(server.proc.pid) - web0
             worker_cpu = sum(_tree_cpu_s(p.pid) for p in procs) - cpu0
-            pg_cpu, backends = _backends_cpu_s()
+            used = _backends_cpu(pg0)
+            pg_cpu, backends = sum(used.values()), len(used)
+            ended_cpu = _ended_backends_cpu_s() - ended0
         finally:
             server.stop()
     finally:
@@ -258,7 +351,8 @@ def one_broker(
         f"to the last done ({done} done, {failed} failed in {elapsed:.1f} s); "
         f"CPU per bundle: gunicorn {web_cpu / count * 1000:.1f} ms, workers "
         f"{worker_cpu / count * 1000:.1f} ms, PostgreSQL ({backends} backends) "
-        f"{pg_cpu / count * 1000:.1f} ms"
+        f"{pg_cpu / count * 1000:.1f} ms, ended backends (server-wide) "
+        f"{ended_cpu / count * 1000:.1f} ms"
     )
     return line, rate
 
