@@ -6,7 +6,8 @@ settings?" over the systems that measured them, the problem Demšar solved
 for "k algorithms over N data sets" (JMLR 7, 2006).  Each function takes
 per-system figures (already reduced to one number per system and setting:
 the mean log figure of its runs) and returns plain dicts; nothing here reads
-the database.
+the database but the posteriors kept by their inputs
+(``bayes_signed_ranks``, inside a stored answer's computation).
 
 - **Two settings** (``two_settings``): the per-system log ratio d = ln(B/A).
   The Wilcoxon signed-rank test on d (``scipy.stats.wilcoxon``; zero
@@ -46,13 +47,14 @@ the database.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats as sps
 
-from benchdb.results import stats
+from benchdb.results import answer_cache, stats
 
 # Below this many systems the signed-rank test cannot reach p < 0.05.
 MIN_SYSTEMS = 6
@@ -98,13 +100,15 @@ def signed_rank_null(n: int) -> np.ndarray:
     p = np.zeros(m + 1)
     p[0] = 1.0
     for i in range(1, n + 1):
-        # Rank i is positive (adds i) or negative, each with probability 1/2.
-        shifted = np.zeros_like(p)
-        shifted[i:] = p[:-i]
-        p = (p + shifted) / 2.0
+        # Rank i is positive (adds i) or negative, each with probability 1/2;
+        # only the first i(i+1)/2 + 1 values can be reached yet.
+        top = i * (i + 1) // 2 + 1
+        p[i:top] += p[: top - i].copy()
+        p[:top] /= 2.0
     return p
 
 
+@functools.lru_cache(maxsize=256)
 def signed_rank_critical(n: int, alpha: float = stats.ALPHA) -> int | None:
     """The largest T with P(T <= t) <= alpha/2 (two-sided critical value of
     the signed-rank statistic, as in the printed tables); None if none."""
@@ -192,31 +196,107 @@ def bayes_signed_rank(
     -2·rope, within, or above +2·rope is w' M w; a probability is the share
     of draws in which that region has the most mass.
     """
-    d = _finite(diffs)
-    z = np.concatenate(([0.0], d))
-    sums = z[:, None] + z[None, :]
-    below = (sums < -2 * rope) + 0.5 * (sums == -2 * rope)
-    above = (sums > 2 * rope) + 0.5 * (sums == 2 * rope)
-    weights = np.ones(z.size)
+    return bayes_signed_ranks([diffs], rope, prior, samples, seed)[0]
+
+
+def bayes_signed_ranks(
+    many: Sequence[Sequence[float]],
+    rope: float,
+    prior: float = PRIOR_WEIGHT,
+    samples: int = POSTERIOR_SAMPLES,
+    seed: int = POSTERIOR_SEED,
+) -> list[tuple[float, float, float]]:
+    """``bayes_signed_rank`` of each of several difference vectors.
+
+    The draws depend only on the number of differences, the prior and the
+    seed, so vectors of the same length (the pairs of k settings over the
+    same systems) are weighed by one set of draws, drawn once: the
+    Dirichlet draws are most of the cost.  Inside a stored answer's
+    computation each result is kept by its inputs
+    (``answer_cache.posteriors``): the refresh computes the reports'
+    answers again after an upload, and their paired systems' differences
+    rarely change."""
+    vectors = [_finite(d) for d in many]
+    args = f"{float(rope)!r} {float(prior)!r} {int(samples)} {int(seed)}"
+    keys = [hashlib.sha256(d.tobytes() + args.encode()).hexdigest() for d in vectors]
+    keep = answer_cache.computing()
+    found = answer_cache.posteriors(keys) if keep else {}
+    todo: dict[int, list[int]] = {}
+    for i, key in enumerate(keys):
+        if key not in found:
+            todo.setdefault(vectors[i].size, []).append(i)
+    new = {}
+    for idx in todo.values():
+        probs = _posteriors([vectors[i] for i in idx], rope, prior, samples, seed)
+        new.update(zip((keys[i] for i in idx), probs, strict=True))
+    if keep and new:
+        answer_cache.keep_posteriors(new)
+    found.update(new)
+    return [found[key] for key in keys]
+
+
+def _posteriors(
+    vectors: list[np.ndarray], rope: float, prior: float, samples: int, seed: int
+) -> list[tuple[float, float, float]]:
+    """``bayes_signed_rank`` of difference vectors of one length, on one
+    set of draws (baycomp's: the same seed, the same stream).
+
+    w' M w in O(n) per draw instead of a matrix product (O(n²)): in the
+    order of z, the pairs (i, j) with z_i + z_j below -2·rope are, for each
+    i, a first run of j (a float sum grows with z_j), those equal to it the
+    run after; so (M w)_i is a prefix sum of the sorted weights."""
+    size = vectors[0].size + 1
+    bounds = []
+    for d in vectors:
+        z = np.concatenate(([0.0], d))
+        order = np.argsort(z, kind="stable")
+        zs = z[order]
+        sums = zs[:, None] + zs[None, :]
+        # Per sorted i: how many j lie below the low bound, on it, above
+        # the high bound, on it.
+        n_below = np.count_nonzero(sums < -2 * rope, axis=1)
+        n_above = np.count_nonzero(sums > 2 * rope, axis=1)
+        low_edge = n_below + np.count_nonzero(sums == -2 * rope, axis=1)
+        top = size - n_above
+        high_edge = top - np.count_nonzero(sums == 2 * rope, axis=1)
+        bounds.append((order, n_below, low_edge, top, high_edge))
+    weights = np.ones(size)
     weights[0] = prior
     rng = np.random.RandomState(seed)
-    counts = np.zeros(3)
-    per_chunk = max(1, _CHUNK // z.size)
+    counts = np.zeros((len(vectors), 3))
+    per_chunk = max(1, _CHUNK // size)
     done = 0
     while done < samples:
         k = min(per_chunk, samples - done)
-        w = rng.dirichlet(weights, k)
-        lo = ((w @ below) * w).sum(axis=1)
-        hi = ((w @ above) * w).sum(axis=1)
-        if rope > 0:
-            mass = np.stack((lo, 1.0 - lo - hi, hi), axis=1)
-        else:
-            # No region of equivalence: above or not (baycomp's without_rope).
-            mass = np.stack((1.0 - hi, np.zeros(k), hi), axis=1)
-        counts += np.bincount(np.argmax(mass, axis=1), minlength=3)
+        drawn = rng.dirichlet(weights, k)
+        for counted, (order, n_below, low_edge, top, high_edge) in zip(
+            counts, bounds, strict=True
+        ):
+            w = drawn[:, order]
+            cum = np.zeros((k, size + 1))
+            np.cumsum(w, axis=1, out=cum[:, 1:])
+            lo = (_edge_mass(cum, n_below, low_edge) * w).sum(axis=1)
+            above = cum[:, -1:] - _edge_mass(cum, top, high_edge)
+            hi = (above * w).sum(axis=1)
+            if rope > 0:
+                mass = np.stack((lo, 1.0 - lo - hi, hi), axis=1)
+            else:
+                # No region of equivalence: above or not (baycomp's
+                # without_rope).
+                mass = np.stack((1.0 - hi, np.zeros(k), hi), axis=1)
+            counted += np.bincount(np.argmax(mass, axis=1), minlength=3)
         done += k
-    p = counts / samples
-    return float(p[0]), float(p[1]), float(p[2])
+    return [tuple(float(x) for x in row / samples) for row in counts]
+
+
+def _edge_mass(cum: np.ndarray, strict: np.ndarray, edge: np.ndarray) -> np.ndarray:
+    """Per draw and sorted i: the weight of the j before ``strict[i]``, and
+    half of those between it and ``edge[i]`` (the sums on the bound)."""
+    out = np.take(cum, strict, axis=1)
+    if np.any(strict != edge):
+        out += np.take(cum, edge, axis=1)
+        out *= 0.5
+    return out
 
 
 def rope_of(margin_percent: float) -> float:
@@ -449,21 +529,22 @@ def pairwise_probabilities(
     m = _table(logs, len(names))
     if m.shape[0] < MIN_SYSTEMS:
         return []
-    rope = rope_of(margin_percent)
+    pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
+    found = bayes_signed_ranks(
+        [m[:, j] - m[:, i] for i, j in pairs], rope_of(margin_percent)
+    )
     out = []
-    for i in range(len(names)):
-        for j in range(i + 1, len(names)):
-            lo, eq, hi = bayes_signed_rank(m[:, j] - m[:, i], rope)
-            b_better, a_better = (lo, hi) if higher_is_better is False else (hi, lo)
-            out.append(
-                {
-                    "a": names[i],
-                    "b": names[j],
-                    "b_better": b_better,
-                    "equivalent": eq,
-                    "a_better": a_better,
-                }
-            )
+    for (i, j), (lo, eq, hi) in zip(pairs, found, strict=True):
+        b_better, a_better = (lo, hi) if higher_is_better is False else (hi, lo)
+        out.append(
+            {
+                "a": names[i],
+                "b": names[j],
+                "b_better": b_better,
+                "equivalent": eq,
+                "a_better": a_better,
+            }
+        )
     return out
 
 

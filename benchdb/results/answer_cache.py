@@ -366,6 +366,32 @@ def computing() -> bool:
     return _computing.get()
 
 
+def posteriors(keys: list[str]) -> dict[str, tuple[float, float, float]]:
+    """The Bayesian signed-rank posteriors kept under those keys (a hash of
+    their inputs, ``across.bayes_signed_ranks``; ``results_posterior``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT key, probs FROM results_posterior WHERE key = ANY(%s)", [keys]
+        )
+        return {key: tuple(probs) for key, probs in cursor.fetchall()}
+
+
+def keep_posteriors(found: dict[str, tuple[float, float, float]]) -> None:
+    """Keep posteriors by their keys, for the next computation that needs
+    them.  Best effort: in a REPEATABLE READ snapshot a row another process
+    stored meanwhile is a serialization failure, and then it is not kept."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            for key, probs in found.items():
+                cursor.execute(
+                    "INSERT INTO results_posterior (key, probs) VALUES (%s, %s) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    [key, list(probs)],
+                )
+    except OperationalError:
+        pass
+
+
 def query_dict(items: list):
     """Run filters as a stored answer's arguments (``population.filter_items``)
     back into a QueryDict."""

@@ -177,7 +177,7 @@ workloads = declare(
 workload_coverage = declare(
     "workload_coverage",
     "benchdb.results.reports:workload_coverage",
-    version=2,
+    version=3,
     defaults=[("cache", {}), ("overhead", {})],
 )
 setups_with_data = declare(
@@ -189,14 +189,14 @@ setups_with_data = declare(
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=7,
+    version=8,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup",
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
-    version=5,
+    version=6,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup_workload",
 )
@@ -226,13 +226,13 @@ distribution = declare(
 compare_sets = declare(
     "compare_sets",
     "benchdb.results.population:compare_sets_over",
-    version=6,
+    version=7,
     reached="benchdb.results.changes:two_filters_test",
 )
 rank_settings = declare(
     "rank_settings",
     "benchdb.results.population:rank_settings_over",
-    version=5,
+    version=6,
     reached="benchdb.results.changes:filters_facet_test",
 )
 

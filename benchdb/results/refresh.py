@@ -283,6 +283,12 @@ def _refresh(limit: int, full: bool) -> dict:
             ],
         )
         dropped = cursor.rowcount
+        # Posteriors kept by their inputs (across.bayes_signed_ranks): one
+        # unused this long is computed again if ever asked for.
+        cursor.execute(
+            "DELETE FROM results_posterior WHERE used < %s",
+            [timezone.now() - answer_cache.KEEP_UNREQUESTED],
+        )
         # Changes no stored answer is older than (readers leave removals out
         # of the answers stored before them, the refresh reads what changed
         # since), once older than any computation (one stored meanwhile may

@@ -11,8 +11,7 @@ change to what one computes needs a new version there.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
+from django.db import connection
 from django.db.models import Count, Min, Q
 
 from benchdb.results import hostcost, metrics, population, stats
@@ -160,27 +159,38 @@ def workload_coverage(question: str, setup: dict) -> dict:
         runs = runs.exclude(cache_mode="unknown")
     else:
         runs = runs.filter(baseline__in=population.population_runs())
-    rows = (
-        Result.objects.filter(run__in=runs.values("pk"))
-        .values("test_id", "run__cache_mode", "run__hardware_id")
-        .annotate(n=Count("run", distinct=True))
-        .order_by()
-    )
+    results = Result.objects.filter(run__in=runs.values("pk")).order_by()
+    # Grouped by PostgreSQL: per test and mode its runs, per test its systems
+    # and those measured in every mode (not a row per test, mode and system).
     out: dict[str, dict] = {}
-    modes_of: dict[str, dict] = defaultdict(lambda: defaultdict(set))
-    for row in rows:
+    for row in results.values("test_id", "run__cache_mode").annotate(
+        n=Count("run", distinct=True)
+    ):
         entry = out.setdefault(
             row["test_id"], {"runs": 0, "modes": {}, "systems": 0, "complete": 0}
         )
-        mode = row["run__cache_mode"]
         entry["runs"] += row["n"]
-        entry["modes"][mode] = entry["modes"].get(mode, 0) + row["n"]
-        if row["run__hardware_id"] is not None:
-            modes_of[row["test_id"]][row["run__hardware_id"]].add(mode)
-    every = set(CACHE_MODES)
-    for test_id, systems in modes_of.items():
-        out[test_id]["systems"] = len(systems)
-        out[test_id]["complete"] = sum(1 for m in systems.values() if every <= m)
+        entry["modes"][row["run__cache_mode"]] = row["n"]
+    systems = results.filter(run__hardware__isnull=False)
+    for row in systems.values("test_id").annotate(
+        n=Count("run__hardware", distinct=True)
+    ):
+        out[row["test_id"]]["systems"] = row["n"]
+    every = (
+        systems.filter(run__cache_mode__in=CACHE_MODES)
+        .values("test_id", "run__hardware")
+        .annotate(modes=Count("run__cache_mode", distinct=True))
+        .filter(modes=len(set(CACHE_MODES)))
+        .values("test_id")
+    )
+    inner, params = every.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT q.test_id, count(*) FROM ({inner}) AS q GROUP BY q.test_id",
+            params,
+        )
+        for test_id, n in cursor.fetchall():
+            out[test_id]["complete"] = n
     return out
 
 
