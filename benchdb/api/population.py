@@ -18,9 +18,10 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from benchdb.api.serializers import FreshnessSerializer
+from benchdb.api.serializers import FreshnessSerializer, represent, validated
 from benchdb.api.views import error_responses, filter_parameters
 from benchdb.results import answer_cache, answers, population, stats
+from benchdb.results.filters import RunFilterSet, problems
 from benchdb.results.vocab import FACETS
 
 # Parameters of these views that are not run filters.
@@ -293,11 +294,12 @@ def _run_filters(params: QueryDict, extra: str | None = None) -> QueryDict:
 
 def _runs(params: QueryDict, pointer: str) -> list:
     """The run filters, checked (400 naming ``pointer`` when they do not
-    validate), as the arguments of a stored answer (``population.filter_items``)."""
-    try:
-        population.filter_runs(params)
-    except ValueError as exc:
-        raise exceptions.ValidationError({pointer: [str(exc)]}) from None
+    validate: ``population.filter_runs``' message), as the arguments of a
+    stored answer (``population.filter_items``).  Checked only: the answer's
+    computation filters the runs."""
+    errors = RunFilterSet.errors_of(params)
+    if errors:
+        raise exceptions.ValidationError({pointer: [problems(errors)]})
     return population.filter_items(params)
 
 
@@ -312,15 +314,13 @@ class PopulationView(APIView):
         responses={200: PopulationSerializer, **error_responses(400)},
     )
     def get(self, request):
-        query = PopulationQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        q = query.validated_data
+        q = validated(PopulationQuerySerializer, request.query_params)
         filters = _runs(_run_filters(request.query_params), "filters")
         answer, found = answers.distribution.with_freshness(
             filters, q["test_id"], q["metric"], q.get("comparability_key")
         )
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
-        return Response(PopulationSerializer(answer).data)
+        return Response(represent(PopulationSerializer, answer))
 
 
 class PopulationCompareView(APIView):
@@ -336,9 +336,7 @@ class PopulationCompareView(APIView):
         responses={200: PopulationCompareSerializer, **error_responses(400)},
     )
     def get(self, request):
-        query = PopulationCompareQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        q = query.validated_data
+        q = validated(PopulationCompareQuerySerializer, request.query_params)
         runs_a = _runs(_run_filters(request.query_params, q["a"]), "a")
         runs_b = _runs(_run_filters(request.query_params, q["b"]), "b")
         answer, found = answers.compare_sets.with_freshness(
@@ -350,7 +348,7 @@ class PopulationCompareView(APIView):
             q["of"],
         )
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
-        return Response(PopulationCompareSerializer(answer).data)
+        return Response(represent(PopulationCompareSerializer, answer))
 
 
 class PopulationRankView(APIView):
@@ -367,9 +365,7 @@ class PopulationRankView(APIView):
         responses={200: PopulationRankSerializer, **error_responses(400)},
     )
     def get(self, request):
-        query = PopulationRankQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        q = query.validated_data
+        q = validated(PopulationRankQuerySerializer, request.query_params)
         filters = _runs(_run_filters(request.query_params), "filters")
         answer, found = answers.rank_settings.with_freshness(
             filters,
@@ -380,7 +376,7 @@ class PopulationRankView(APIView):
             q.get("comparability_key"),
         )
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
-        return Response(PopulationRankSerializer(answer).data)
+        return Response(represent(PopulationRankSerializer, answer))
 
 
 urlpatterns = [

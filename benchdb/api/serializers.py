@@ -6,6 +6,8 @@ exist so the OpenAPI schema describes exactly what those views return.
 
 from __future__ import annotations
 
+import functools
+
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -27,6 +29,28 @@ from benchdb.results.models import (
 )
 from benchdb.results.similar import SIMILAR_MATCH
 from benchdb_agent import contract
+
+
+@functools.cache
+def _kept(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
+    return serializer_class()
+
+
+def represent(serializer_class: type[serializers.Serializer], answer) -> dict:
+    """``serializer_class(answer).data`` of a plain (not model) serializer,
+    by one instance of the class kept for the process: a serializer copies
+    its class's fields, and each nested serializer its own, on every new
+    instance (the most of a stored answer's serializing), and writes nothing
+    of an answer on itself."""
+    return _kept(serializer_class).to_representation(answer)
+
+
+def validated(serializer_class: type[serializers.Serializer], data) -> dict:
+    """``serializer_class(data=data)``'s validated data, or the
+    ValidationError ``is_valid(raise_exception=True)`` raises (the same
+    400), by one instance of a query serializer kept for the process
+    (``represent``)."""
+    return _kept(serializer_class).run_validation(data)
 
 
 def absolute(request, path: str) -> str:

@@ -626,19 +626,23 @@ class RunViewSet(
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def similar(self, request, pk=None):
-        query = s.SimilarQuerySerializer(data=request.query_params)
-        valid = query.is_valid()
-        q = query.validated_data if valid else {}
-        if valid:
+        try:
+            q, invalid = (
+                s.validated(s.SimilarQuerySerializer, request.query_params),
+                None,
+            )
+        except exceptions.ValidationError as exc:
+            q, invalid = {}, exc
+        if invalid is None:
             self._similar_asked = (q["test_id"], q["metric"])
         run = self.get_object()  # 404 and 410 before 400, as always
-        if not valid:
-            raise exceptions.ValidationError(query.errors)
+        if invalid is not None:
+            raise invalid
         try:
             answer = reads.similar(run, q["test_id"], q["metric"], q.get("match"))
         except LookupError as exc:
             raise exceptions.NotFound(str(exc)) from None
-        return Response(s.SimilarSerializer(answer).data)
+        return Response(s.represent(s.SimilarSerializer, answer))
 
     @extend_schema(
         summary="Export a run list (one row per run and test), a page at a time",
@@ -777,9 +781,7 @@ class AggregatesView(APIView):
         responses={200: s.AggregateSerializer, **error_responses(400)},
     )
     def get(self, request):
-        query = s.AggregateQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        q = query.validated_data
+        q = s.validated(s.AggregateQuerySerializer, request.query_params)
         # Stored and served by the data version (results.answer_cache); the
         # filters are the answer's arguments, minus this view's own.
         filters = population.filter_items(request.query_params, AGGREGATE_OWN_PARAMS)
@@ -794,7 +796,7 @@ class AggregatesView(APIView):
         except reads.FilterError as exc:
             raise exceptions.ValidationError(exc.errors) from None
         answer = {**answer, "freshness": answer_cache.freshness_of(found)}
-        return Response(s.AggregateSerializer(answer).data)
+        return Response(s.represent(s.AggregateSerializer, answer))
 
 
 class VocabulariesView(APIView):

@@ -130,25 +130,21 @@ class FacetFilter(filters.MultipleChoiceFilter):
         return self.get_method(qs)(**{f"{self.field_name}__in": sorted(set(value))})
 
 
-class SharedChoices(dict):
-    """A form class's ``base_fields`` whose copies share the fields' choices.
+class SharedFields(dict):
+    """A form class's ``base_fields`` whose forms share the fields themselves.
 
-    Every form deep-copies its class's fields (``BaseForm.__init__``), and
-    a choice field deep-copies its choices with them: django-filter's
-    ``ChoiceIterator`` and each (value, label) pair through ``copy``'s
-    generic path: about half of a filter form's copy, made on every API
-    list request and browse page.  No form
-    changes a choice list in place (one that wants others assigns new
-    ones, which stay its own), so the copies keep the class's lists: the
-    rest of each field (widget, attributes, error messages, validators) is
-    copied as before."""
+    Every form deep-copies its class's fields (``BaseForm.__init__``):
+    each field's widget, error messages, validators and choices, on every
+    API list request, population answer (two for a comparison) and browse
+    page, about a quarter of such a request's time.  A form of this filter
+    set reads its fields (to clean the values it is given, or to render
+    them) and never changes one: each form gets its own dict of the
+    class's fields, which it may add to, remove from or reorder, and the
+    fields are the class's.  A form that wants to change a field assigns a
+    new one (``form.fields[name] = ...``), which stays its own."""
 
     def __deepcopy__(self, memo):
-        for field in self.values():
-            choices = getattr(field, "_choices", None)
-            if choices is not None:
-                memo[id(choices)] = choices
-        return {name: copy.deepcopy(field, memo) for name, field in self.items()}
+        return dict(self)
 
 
 class SharedFilters(dict):
@@ -160,8 +156,8 @@ class SharedFilters(dict):
     ``model``: with them went each filter's choice list and keyword
     arguments, through ``copy``'s generic path, on every API list request
     and browse page.  A filter is its name, lookup and arguments, which no
-    filter set changes (a form field made from them is the form's own,
-    ``SharedChoices``): each set gets its own shallow copy of each filter,
+    filter set changes (nor the form fields made from them once per class,
+    ``SharedFields``): each set gets its own shallow copy of each filter,
     sharing those, and a filter that calls a method of its set is bound to
     its copy, so that it calls that set's."""
 
@@ -272,15 +268,23 @@ class RunFilterSet(FacetFilters):
     def get_form_class(self):
         """django-filter builds a form class, and a form field per filter, on
         every filter set: the fields depend on nothing but the filters, so
-        the class is built once.  Each form still copies its fields
-        (Django's base_fields), but not their choices (``SharedChoices``)."""
+        the class is built once, and its forms share its fields
+        (``SharedFields``)."""
         cls = type(self)
         form_class = cls.__dict__.get("_form_class")
         if form_class is None:
             form_class = super().get_form_class()
-            form_class.base_fields = SharedChoices(form_class.base_fields)
+            form_class.base_fields = SharedFields(form_class.base_fields)
             cls._form_class = form_class
         return form_class
+
+    @classmethod
+    def errors_of(cls, data) -> dict:
+        """What ``is_valid`` finds wrong with ``data`` ({}: nothing): the
+        same form, for a caller that only checks the filters (a stored
+        answer over them), without a filter set or a query."""
+        form_class = cls.__dict__.get("_form_class") or cls().get_form_class()
+        return form_class(data).errors
 
     def qs_without(self, name: str, queryset: QuerySet) -> QuerySet:
         """``queryset`` filtered by every filter of this set but ``name``'s,
@@ -334,6 +338,14 @@ class RunFilterSet(FacetFilters):
 
 
 RunFilterSet.base_filters = SharedFilters(RunFilterSet.base_filters)
+
+
+def problems(errors: dict) -> str:
+    """Form errors of run filters in one line: "name: message; …"."""
+    return "; ".join(
+        f"{field}: {' '.join(str(e) for e in messages)}"
+        for field, messages in errors.items()
+    )
 
 
 class FilterError(ValueError):

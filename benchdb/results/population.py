@@ -556,7 +556,7 @@ def filter_runs(params, base: QuerySet | None = None) -> QuerySet:
     """``RunFilterSet`` over the population's runs; ValueError on bad input."""
     from django.http import QueryDict
 
-    from benchdb.results.filters import RunFilterSet
+    from benchdb.results.filters import RunFilterSet, problems
 
     if not isinstance(params, QueryDict):
         query = QueryDict(mutable=True)
@@ -571,11 +571,7 @@ def filter_runs(params, base: QuerySet | None = None) -> QuerySet:
         base = population_runs(include_declared=bool(params.getlist("source")))
     filterset = RunFilterSet(params, queryset=base)
     if not filterset.is_valid():
-        problems = "; ".join(
-            f"{field}: {' '.join(str(e) for e in errors)}"
-            for field, errors in filterset.errors.items()
-        )
-        raise ValueError(problems)
+        raise ValueError(problems(filterset.errors))
     return filterset.qs.order_by()
 
 

@@ -424,7 +424,7 @@ def test_home_counts_are_stored_as_the_live_answer_and_say_how_fresh(
 
 def test_filter_sets_share_a_form_class_not_their_data():
     """RunFilterSet builds its form class once; each filter set still has
-    its own form, fields and errors."""
+    its own form, its own dict of fields and its own errors."""
     from django.http import QueryDict
 
     from benchdb.results.filters import RunFilterSet
@@ -432,16 +432,32 @@ def test_filter_sets_share_a_form_class_not_their_data():
     good = RunFilterSet(QueryDict("cache_mode=none"), queryset=Run.objects.all())
     bad = RunFilterSet(QueryDict("cache_mode=bogus"), queryset=Run.objects.all())
     assert type(good.form) is type(bad.form)
-    assert good.form.fields["cache_mode"] is not bad.form.fields["cache_mode"]
+    assert good.form.fields is not bad.form.fields
     assert good.is_valid() and not bad.is_valid()
     assert "cache_mode" in bad.errors and not good.errors
 
 
-def test_filter_forms_share_choices_not_fields_or_widgets():
-    """The forms' copies of their class's fields (filters.SharedChoices)
-    keep the class's choice lists, and nothing else: fields, widgets,
-    attributes and error messages are each form's own, choices assigned on
-    one form stay on it, and validation is unchanged."""
+def _field_state(field) -> dict:
+    """What a form field, its widget and their parts hold, each attribute's
+    dict or list copied, to see them unchanged later."""
+    parts = [field, field.widget]
+    for sub in getattr(field, "fields", ()):
+        parts += [sub, sub.widget]
+    parts += getattr(field.widget, "widgets", [])
+    return [
+        {
+            k: (type(v)(v) if isinstance(v, dict | list | set) else v)
+            for k, v in vars(p).items()
+        }
+        for p in parts
+    ]
+
+
+def test_filter_forms_share_their_fields_and_leave_them_unchanged():
+    """The forms of a filter set share their class's fields
+    (filters.SharedFields): a field assigned on one form stays its own, and
+    validating good and bad values or rendering a form leaves the shared
+    fields, their widgets and their parts as they were."""
     from django.http import QueryDict
 
     from benchdb.results.filters import RunFilterSet
@@ -449,23 +465,26 @@ def test_filter_forms_share_choices_not_fields_or_widgets():
 
     one = RunFilterSet(QueryDict("cache_mode=none"), queryset=Run.objects.all())
     two = RunFilterSet(QueryDict(""), queryset=Run.objects.all())
-    base = type(one.form).base_fields["cache_mode"]
-    a, b = one.form.fields["cache_mode"], two.form.fields["cache_mode"]
-    assert a is not b and a is not base
-    assert a.widget is not b.widget and a.widget.attrs is not b.widget.attrs
-    assert a.error_messages is not b.error_messages
-    assert a.validators is not b.validators
-    assert a._choices is base._choices
-    # A range field's parts are copied too, as Django copies them.
-    assert (
-        one.form.fields["created"].fields[0] is not two.form.fields["created"].fields[0]
-    )
-    a.widget.attrs["data-x"] = "1"
-    a.choices = [("none", "none")]
-    assert "data-x" not in b.widget.attrs
-    assert [v for v, _ in b.choices] == [v for v, _ in CacheMode.choices]
-    assert [v for v, _ in base.choices] == [v for v, _ in CacheMode.choices]
-    assert one.is_valid() and one.form.cleaned_data["cache_mode"] == ["none"]
+    base_fields = type(one.form).base_fields
+    assert one.form.fields["cache_mode"] is base_fields["cache_mode"]
+    before = {name: _field_state(f) for name, f in base_fields.items()}
+    for query in (
+        "cache_mode=none&created_after=2024-01-01T00:00:00Z&q=x&has_baseline=true",
+        "cache_mode=bogus&created_after=nope&hardware=x&ordering=zz",
+        "",
+    ):
+        fs = RunFilterSet(QueryDict(query), queryset=Run.objects.all())
+        fs.is_valid()
+        fs.form.as_p()
+    assert {name: _field_state(f) for name, f in base_fields.items()} == before
+    from django import forms
+
+    one.form.fields["cache_mode"] = forms.ChoiceField(choices=[("none", "none")])
+    assert two.form.fields["cache_mode"] is base_fields["cache_mode"]
+    assert [v for v, _ in base_fields["cache_mode"].choices] == [
+        v for v, _ in CacheMode.choices
+    ]
+    assert two.is_valid() and not two.form.cleaned_data["cache_mode"]
     bad = RunFilterSet(QueryDict("cache_mode=bogus"), queryset=Run.objects.all())
     assert not bad.is_valid() and "cache_mode" in bad.errors
 
@@ -765,3 +784,62 @@ def test_datetimes_are_written_as_drfs(value):
         assert rows.iso_datetime(dt) == drf.to_representation(dt)
     assert rows.iso_datetime(parsed.astimezone(datetime.UTC)).endswith("Z")
     assert rows.iso_datetime(None) is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "cache_mode=turbo",
+        "created_after=nope",
+        "hardware=x",
+        "visibility=nope&has_baseline=maybe",
+        "cache_mode=none&ran_at_before=2024-13-01T00:00:00Z&suspect=perhaps",
+    ],
+)
+def test_population_answers_refuse_bad_filters_as_filter_runs_does(api, bad):
+    """The population views check run filters without filtering
+    (``RunFilterSet.errors_of``): the 400 says what ``population.filter_runs``
+    says of them, under the parameter that held them."""
+    from django.http import QueryDict
+
+    from benchdb.results import population
+
+    with pytest.raises(ValueError) as refused:
+        population.filter_runs(QueryDict(bad))
+    answer = api.get(
+        "/api/v1/population/compare/",
+        {"test_id": READ, "a": "cache_mode=none", "b": bad},
+    )
+    assert answer.status_code == 400
+    assert str(refused.value) in str(answer.json()["errors"])
+    assert "b" in str(answer.json()["errors"])
+    answer = api.get(f"/api/v1/population/?test_id={READ}&{bad}")
+    assert answer.status_code == 400 and str(refused.value) in str(answer.json())
+
+
+def test_kept_serializers_answer_as_new_ones(api, shapes):
+    """``serializers.represent`` / ``validated`` (one serializer instance
+    kept per class) give what a new serializer's ``data`` / ``is_valid``
+    give, errors included, call after call."""
+    from rest_framework import exceptions
+
+    from benchdb.api import population as views
+    from benchdb.api import serializers as s
+
+    answer = api.get(
+        "/api/v1/population/compare/",
+        {"test_id": READ, "a": "cache_mode=none", "b": "cache_mode=writeback"},
+    ).json()
+    for _ in range(2):
+        kept = s.represent(views.PopulationCompareSerializer, answer)
+        assert kept == views.PopulationCompareSerializer(answer).data == answer
+    for query in ({"test_id": READ}, {"metric": "nope"}, {"test_id": "x" * 101}):
+        fresh = views.PopulationCompareQuerySerializer(data=query)
+        if fresh.is_valid():
+            assert s.validated(views.PopulationCompareQuerySerializer, query) == (
+                fresh.validated_data
+            )
+            continue
+        with pytest.raises(exceptions.ValidationError) as refused:
+            s.validated(views.PopulationCompareQuerySerializer, query)
+        assert refused.value.detail == fresh.errors
