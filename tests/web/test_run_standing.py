@@ -109,6 +109,30 @@ def test_the_nearest_are_read_in_a_window_of_the_stored_population():
     assert found == [added.pk, runs[5].pk, runs[0].pk]
 
 
+def test_the_window_is_that_of_the_sort_of_every_gap():
+    """``_window`` walks out from the run's figure in the stored (ordered)
+    population: the k-th nearest gap is the one a sort of every gap finds,
+    with ties, at the ends and when the figure is one of the population."""
+    import random
+
+    from benchdb.results import standing
+
+    rng = random.Random(35)
+    for _ in range(300):
+        population = sorted(
+            rng.choice([rng.randint(0, 20), rng.random()])
+            for _ in range(rng.randint(3, 30))
+        )
+        value = rng.choice([*population, rng.uniform(-5, 25)])
+        k = rng.randint(1, len(population))
+        gap = sorted(abs(p - value) for p in population)[k - 1]
+        low, high = standing._window(value, population, k)
+        assert low == pytest.approx(value - gap, abs=1e-6)
+        assert high == pytest.approx(value + gap, abs=1e-6)
+        assert low <= value - gap and high >= value + gap
+    assert standing._window(1.0, [1.0, 2.0], 3) is None
+
+
 def test_the_page_reads_no_figure_of_its_own_run_again(client):
     """The run's key and figure of each headline test come from the results
     the page read (``standing.run_standing``), not from a query each."""
