@@ -369,40 +369,64 @@ def headline_results() -> dict[str, Q]:
 def with_headlines(qs: RunQuerySet, matches: dict[str, Q] | None = None) -> RunQuerySet:
     """The run list with its headline figures as columns (a correlated
     subquery each; PostgreSQL evaluates them for the page's rows only unless
-    the list is sorted by one) and the host baseline's 4K figure, for the
-    overhead, when that baseline is listed.  ``matches``: the results that
-    are each headline test (``headline_results``), read once per list."""
+    the list is sorted by one).  ``matches``: the results that are each
+    headline test (``headline_results``), read once per list."""
     if matches is None:
         matches = headline_results()
-
-    def figure(test_id: str, column: str):
-        return Subquery(
-            Result.objects.filter(matches[test_id], run=OuterRef("pk"))
-            .order_by("id")
-            .values(column)[:1]
-        )
-
-    listed = Run.objects.listed().filter(pk=OuterRef(OuterRef("baseline_id")))
-    rand4k = BROWSE_HEADLINES["rand4k_iops"][0]
-
-    def host(column: str):
-        return Subquery(
-            Result.objects.filter(matches[rand4k], run=OuterRef("baseline_id"))
-            .filter(run__in=listed.values("pk"))
-            .order_by("id")
-            .values(column)[:1]
-        )
-
-    annotations = {
-        name: figure(test_id, column)
-        for name, (test_id, column) in BROWSE_HEADLINES.items()
-    }
     return qs.annotate(
-        **annotations,
-        rand4k_result_id=figure(rand4k, "id"),
-        host_rand4k_iops=host("iops_mean"),
-        host_rand4k_result_id=host("id"),
+        **{
+            name: _headline(matches[test_id], "run", column)
+            for name, (test_id, column) in BROWSE_HEADLINES.items()
+        }
     )
+
+
+def with_overhead_ids(qs: RunQuerySet, matches: dict[str, Q]) -> RunQuerySet:
+    """The ids of a run's 4K result and of its host baseline's, when that
+    baseline is listed: the pair ``browse_overheads`` reads."""
+    listed = Run.objects.listed().filter(pk=OuterRef(OuterRef("baseline_id")))
+    rand4k = matches[BROWSE_HEADLINES["rand4k_iops"][0]]
+    return qs.annotate(
+        rand4k_result_id=_headline(rand4k, "run", "id"),
+        host_rand4k_result_id=_headline(
+            rand4k & Q(run__in=listed.values("pk")), "baseline_id", "id"
+        ),
+    )
+
+
+def _headline(match: Q, run: str, column: str) -> Subquery:
+    """``column`` of the first result matching ``match`` of the outer row's
+    ``run`` (its own id, or its baseline's)."""
+    run_id = OuterRef("pk" if run == "run" else run)
+    return Subquery(
+        Result.objects.filter(match, run=run_id).order_by("id").values(column)[:1]
+    )
+
+
+# What the browse table and the home page's latest runs show of a run
+# (``web.present.browse_rows`` and ``home_rows``, ``Run.__str__``,
+# ``label_host_platforms``): a page's rows read without the columns and
+# joins they never show (``for_list``'s models, the baseline).
+PAGE_ROW_COLUMNS = (
+    "id",
+    "title",
+    "role",
+    "cache_mode",
+    "disk_bus",
+    "image_format",
+    "suspect",
+    "source",
+    "platform",
+    "storage_backend",
+    "created",
+    "hardware",
+    "hardware__disk_type",
+)
+
+
+def page_row_columns(qs: RunQuerySet) -> RunQuerySet:
+    """``qs`` reading only ``PAGE_ROW_COLUMNS`` (and the hardware's)."""
+    return qs.select_related(None).select_related("hardware").only(*PAGE_ROW_COLUMNS)
 
 
 def order_by_headline(qs: RunQuerySet, ordering: str) -> RunQuerySet:
@@ -418,17 +442,21 @@ def order_by_headline(qs: RunQuerySet, ordering: str) -> RunQuerySet:
 
 def browse_page(qs: RunQuerySet, ordering: str, number, total: Total | None = None):
     """A page of the browse list (``browse``'s runs): 50 runs by ids first
-    (``IdPaginator``), with their headline figures, the overhead of the 4K
-    figure against a listed host baseline (``browse_overheads``) and hosts
-    labelled by their guests' platform (``label_host_platforms``).
+    (``IdPaginator``), read with ``PAGE_ROW_COLUMNS``, their headline
+    figures, the overhead of the 4K figure against a listed host baseline
+    (``browse_overheads``) and hosts labelled by their guests' platform
+    (``label_host_platforms``).
     ``total``: the list's length when known already (``facets_and_total``)."""
     matches = headline_results()
     qs = with_headlines(qs, matches)
     if ordering.lstrip("-") in BROWSE_HEADLINES:
         qs = order_by_headline(qs, ordering)
-    paginator = IdPaginator(
-        qs, 50, rows=lambda ids: with_headlines(list_page_rows(ids), matches)
-    )
+
+    def rows(ids):
+        runs = page_row_columns(Run.objects.filter(pk__in=ids))
+        return with_overhead_ids(with_headlines(runs, matches), matches)
+
+    paginator = IdPaginator(qs, 50, rows=rows)
     if total is not None and total.runs is not None:
         paginator.given_count(total.runs, bounded=total.bounded)
     page = paginator.get_page(number)
@@ -848,7 +876,7 @@ def home_summary() -> dict:
         **counts,
         "freshness": answer_cache.freshness_of(found),
         # With their headline figures, whatever their origin, as the list's.
-        "latest": with_headlines(runs.for_list())[:10],
+        "latest": with_headlines(page_row_columns(runs))[:10],
         "datasets": [
             {"citation": c, "runs": rs, "compare": ",".join(str(r.pk) for r in rs)}
             for c, rs in datasets.items()

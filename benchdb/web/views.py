@@ -84,9 +84,7 @@ def run_list(request):
     facets, total, freshness = reads.facets_and_total(
         params, user=request.user, filterset=filterset
     )
-    page = reads.browse_page(
-        reads.list_columns(filterset.qs), ordering, request.GET.get("page"), total
-    )
+    page = reads.browse_page(filterset.qs, ordering, request.GET.get("page"), total)
     query = request.GET.copy()
     query.pop("page", None)
     return render(

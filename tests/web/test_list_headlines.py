@@ -6,11 +6,14 @@ its workload is, and a published source's test is matched by its workload
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from benchdb.results import reads
 from benchdb.results.ingest import store_bundle
@@ -108,3 +111,16 @@ def test_a_published_result_of_another_workload_is_not_the_headline():
     assert not published.exclude(rand4k_iops=None).exists()
     run = published_q32t1_run()
     assert reads.with_headlines(reads.browse({}).qs).get(pk=run.pk).rand4k_iops
+
+
+def test_home_and_browse_read_only_the_columns_their_rows_show(client):
+    """``reads.PAGE_ROW_COLUMNS`` holds what a row shows: no column or
+    related row is read back run by run."""
+    call_command("load_reference")
+    imported_run("crystaldiskmark/cdm-8.0.1-wd-blue.txt")
+    published_q32t1_run()
+    for url in ("/", "/runs/", "/runs/?role=host", "/runs/?ordering=-rand4k_iops"):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        one_row = re.compile(r'WHERE "results_\w+"\."id" = \d+ LIMIT 21')
+        assert not [q["sql"] for q in captured if one_row.search(q["sql"])], url
