@@ -448,9 +448,9 @@ def browse_page(qs: RunQuerySet, ordering: str, number, total: Total | None = No
     (``label_host_platforms``).
     ``total``: the list's length when known already (``facets_and_total``)."""
     matches = headline_results()
-    qs = with_headlines(qs, matches)
     if ordering.lstrip("-") in BROWSE_HEADLINES:
-        qs = order_by_headline(qs, ordering)
+        # Only a list sorted by a figure needs it to choose its page's ids.
+        qs = order_by_headline(with_headlines(qs, matches), ordering)
 
     def rows(ids):
         runs = page_row_columns(Run.objects.filter(pk__in=ids))
