@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import math
 from collections.abc import Sequence
 
@@ -218,6 +219,7 @@ def bayes_signed_ranks(
     rarely change."""
     vectors = [_finite(d) for d in many]
     args = f"{float(rope)!r} {float(prior)!r} {int(samples)} {int(seed)}"
+    args += _posterior_code()
     keys = [hashlib.sha256(d.tobytes() + args.encode()).hexdigest() for d in vectors]
     keep = answer_cache.computing()
     found = answer_cache.posteriors(keys) if keep else {}
@@ -233,6 +235,15 @@ def bayes_signed_ranks(
         answer_cache.keep_posteriors(new)
     found.update(new)
     return [found[key] for key in keys]
+
+
+@functools.cache
+def _posterior_code() -> str:
+    """A digest of the code that computes a posterior, part of a kept one's
+    key: after a change to it nothing kept by the old code is read (a stored
+    answer knows its code, STYLE.md 13)."""
+    source = "".join(inspect.getsource(f) for f in (_posteriors, _edge_mass))
+    return " " + hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 def _posteriors(

@@ -177,7 +177,7 @@ workloads = declare(
 workload_coverage = declare(
     "workload_coverage",
     "benchdb.results.reports:workload_coverage",
-    version=3,
+    version=4,
     defaults=[("cache", {}), ("overhead", {})],
 )
 setups_with_data = declare(
@@ -189,28 +189,28 @@ setups_with_data = declare(
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=8,
+    version=9,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup",
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
-    version=6,
+    version=7,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup_workload",
 )
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",
-    version=8,
+    version=9,
     defaults=lambda: [({}, w) for w in _first_workload("overhead")],
     reached="benchdb.results.changes:setup",
 )
 overhead_by = declare(
     "overhead_by",
     "benchdb.results.reports:overhead_by",
-    version=8,
+    version=9,
     defaults=lambda: [("storage_backend", {}, w) for w in _first_workload("overhead")],
     reached="benchdb.results.changes:field_setup",
 )
@@ -220,19 +220,19 @@ overhead_by = declare(
 distribution = declare(
     "distribution",
     "benchdb.results.population:distribution_over",
-    version=5,
+    version=6,
     reached="benchdb.results.changes:filters_test",
 )
 compare_sets = declare(
     "compare_sets",
     "benchdb.results.population:compare_sets_over",
-    version=7,
+    version=8,
     reached="benchdb.results.changes:two_filters_test",
 )
 rank_settings = declare(
     "rank_settings",
     "benchdb.results.population:rank_settings_over",
-    version=6,
+    version=7,
     reached="benchdb.results.changes:filters_facet_test",
 )
 

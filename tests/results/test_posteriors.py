@@ -82,3 +82,22 @@ def test_a_stored_answers_computation_keeps_each_posterior():
                 across.bayes_signed_rank(d, 0.06, samples=2000)
     finally:
         answer_cache._computing.reset(token)
+
+
+@pytest.mark.django_db
+def test_a_posterior_kept_by_other_code_is_not_read():
+    # The key holds a digest of the code that draws: after a change to it
+    # (here, another digest) the kept row is not read, it is drawn again.
+    d = np.random.default_rng(6).normal(0.0, 0.1, 9)
+    token = answer_cache._computing.set(True)
+    try:
+        first = across.bayes_signed_rank(d, 0.05, samples=2000)
+        with (
+            mock.patch.object(across, "_posterior_code", return_value=" changed"),
+            mock.patch.object(across, "_posteriors", side_effect=AssertionError),
+            pytest.raises(AssertionError),
+        ):
+            across.bayes_signed_rank(d, 0.05, samples=2000)
+        assert across.bayes_signed_rank(d, 0.05, samples=2000) == first
+    finally:
+        answer_cache._computing.reset(token)
