@@ -61,13 +61,18 @@ _DIGIT_RUNS = bytes.maketrans(
         for b in range(256)
     ),
 )
-_LONG_INTEGER = b" " + b"1" * 19
+_DIGITS_19 = b"1" * 19
+_LONG_INTEGER = b" " + _DIGITS_19
 
 
 def read_json(text: str):
     """``json.loads(text)``, the same value, mostly read by orjson."""
     data = text.encode("utf-8", "surrogatepass")
-    if _LONG_INTEGER in (b" " + data).translate(_DIGIT_RUNS):
+    runs = data.translate(_DIGIT_RUNS)
+    # Nineteen digits in a row are rare and cheap to look for; the search
+    # for them after a space is ten times slower (bytes.find backtracks on
+    # every digit), so it runs only where there are some.
+    if _DIGITS_19 in runs and _LONG_INTEGER in b" " + runs:
         return json.loads(text)
     try:
         return orjson.loads(data)

@@ -67,6 +67,15 @@ def test_numbers_read_as_json_loads_reads_them():
     for text in ("18446744073709551615", "-9223372036854775808", "-0", "0", "1E2"):
         same(text)
     assert read_json('{"n": 12345678901234567890}')["n"] == 12345678901234567890
+    # Nineteen digits that are no integer (a fraction, an exponent), or an
+    # integer of 19 digits after others: the same values.
+    for text in (
+        "0.1234567890123456789012",
+        "[1.5, 12345678901234567890]",
+        "1e1234567890123456789",
+        '{"a": "x12345678901234567890"}',
+    ):
+        same(text)
 
 
 def test_what_orjson_refuses_is_read_by_json_loads():
