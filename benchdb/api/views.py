@@ -33,6 +33,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchdb.api import serializers as s
+from benchdb.api.compiled import Compiled
 from benchdb.api.exceptions import BundleInvalid
 from benchdb.api.parsers import BODY_TEXT
 from benchdb.api.permissions import (
@@ -66,6 +67,8 @@ from benchdb.results.filters import RunFilterSet
 from benchdb.results.models import (
     ApiToken,
     Comparison,
+    Hardware,
+    Run,
     Submission,
     hash_secret,
 )
@@ -417,6 +420,54 @@ class SubmissionViewSet(
 # Runs ------------------------------------------------------------------------
 
 
+def similar_runs(user, key: str, asked: tuple | None):
+    """The runs a reader may rank among similar systems (the similar
+    action's query set): what it reads of a run, the match facets and the
+    disk type, not the other 50 columns nor the baseline's row; with its
+    result's key and figure (``asked``: (test id, metric), valid ones)."""
+    runs = (
+        reads.readable_runs(user, key)
+        .select_related("hardware")
+        .only(*reads.SIMILAR_READ, "hardware__disk_type")
+        .order_by("-created", "-id")
+    )
+    if asked is not None:
+        runs = runs.annotate(**similar.similar_result(*asked))
+    return runs
+
+
+# The run to rank as ``similar_runs`` reads it for a reader anyone could be:
+# its columns (in the model's order), its hardware's disk type, its result's.
+_RANKED = [f.attname for f in Run._meta.concrete_fields if f.name in reads.SIMILAR_READ]
+_RESULT = ("similar_key", "similar_value", "similar_comparable")
+RUN_TO_RANK = Compiled(
+    lambda metric, pk, test_id: (
+        similar_runs(None, "", (test_id, metric))
+        .filter(pk=pk)
+        .order_by()
+        .values_list(*_RANKED, "hardware__disk_type", *_RESULT)
+    )
+)
+
+
+def run_to_rank(row: tuple) -> Run:
+    """A ``RUN_TO_RANK`` row as the run ``similar_runs`` gives: its columns
+    loaded, its hardware's disk type, its result's annotations."""
+    db = Run.objects.db
+    n = len(_RANKED)
+    run = Run.from_db(db, _RANKED, row[:n])
+    disk_type = row[n]
+    for name, value in zip(_RESULT, row[n + 1 :], strict=True):
+        setattr(run, name, value)
+    hardware = None
+    if run.hardware_id is not None:
+        hardware = Hardware.from_db(
+            db, ["id", "disk_type"], [run.hardware_id, disk_type]
+        )
+    Run._meta.get_field("hardware").set_cached_value(run, hardware)
+    return run
+
+
 EXPORT_PARAM = OpenApiParameter(
     "format",
     OpenApiTypes.STR,
@@ -485,19 +536,11 @@ class RunViewSet(
                 raise exceptions.NotAuthenticated(str(exc)) from None
             return reads.list_columns(runs) if self.action == "list" else runs
         if self.action == "similar":
-            # What it reads of the run: the match facets and the disk type,
-            # not the other 50 columns nor the baseline's row.
-            runs = (
-                readable_runs(self.request)
-                .select_related("hardware")
-                .only(*reads.SIMILAR_READ, "hardware__disk_type")
-                .order_by("-created", "-id")
+            return similar_runs(
+                self.request.user,
+                owner_key(self.request),
+                getattr(self, "_similar_asked", None),
             )
-            # With its result's key and figure (valid arguments only).
-            asked = getattr(self, "_similar_asked", None)
-            if asked is not None:
-                runs = runs.annotate(**similar.similar_result(*asked))
-            return runs
         if self.action in ("retrieve", "partial_update"):
             # The results: reads.attach_tests, after the visibility checks.
             qs = reads.detail_runs(self.request.user, owner_key(self.request))
@@ -627,15 +670,13 @@ class RunViewSet(
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def similar(self, request, pk=None):
         try:
-            q, invalid = (
-                s.validated(s.SimilarQuerySerializer, request.query_params),
-                None,
-            )
+            q = s.validated(s.SimilarQuerySerializer, request.query_params)
         except exceptions.ValidationError as exc:
             q, invalid = {}, exc
-        if invalid is None:
+        else:
+            invalid = None
             self._similar_asked = (q["test_id"], q["metric"])
-        run = self.get_object()  # 404 and 410 before 400, as always
+        run = self._run_to_rank()  # 404 and 410 before 400, as always
         if invalid is not None:
             raise invalid
         try:
@@ -643,6 +684,25 @@ class RunViewSet(
         except LookupError as exc:
             raise exceptions.NotFound(str(exc)) from None
         return Response(s.represent(s.SimilarSerializer, answer))
+
+    def _run_to_rank(self) -> Run:
+        """``get_object`` of the similar action: for a reader anyone could be
+        (not signed in, no owner key) asking a valid question, by the SQL of
+        its query set compiled once per metric (``RUN_TO_RANK``)."""
+        request, asked = self.request, getattr(self, "_similar_asked", None)
+        if asked is None or request.user.is_authenticated or owner_key(request):
+            return self.get_object()
+        pk = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
+        try:
+            found = RUN_TO_RANK.rows(asked[1], pk=int(pk), test_id=asked[0])
+        except ValueError:  # as the query set's lookup of a pk that is none
+            found = []
+        if not found:
+            reads.check_gone(pk)
+            raise Http404
+        run = run_to_rank(found[0])
+        self.check_object_permissions(request, run)
+        return run
 
     @extend_schema(
         summary="Export a run list (one row per run and test), a page at a time",

@@ -843,3 +843,48 @@ def test_kept_serializers_answer_as_new_ones(api, shapes):
         with pytest.raises(exceptions.ValidationError) as refused:
             s.validated(views.PopulationCompareQuerySerializer, query)
         assert refused.value.detail == fresh.errors
+
+
+def test_the_run_to_rank_compiled_once_is_the_query_sets(api, shapes):
+    """views.RUN_TO_RANK (similar_runs' SQL compiled once per metric) reads
+    what the query set reads, for every run (hidden and private ones none),
+    test and metric; run_to_rank is the run the query set gives; and the
+    anonymous similar answer keeps its 404 / 410 / 400."""
+    from benchdb.api import views
+
+    Run.objects.filter(pk=shapes["owned"].pk).update(visibility=Visibility.PRIVATE)
+    fields = (*views._RANKED, "hardware__disk_type", *views._RESULT)
+    seen = 0
+    for run in Run.objects.all():
+        for test_id in (READ, "fio-rand-write-4k-q1t1", "x"):
+            for metric in ("iops", "lat_mean_ns", "bw_bytes"):
+                qs = views.similar_runs(None, "", (test_id, metric))
+                want = list(qs.filter(pk=run.pk).order_by().values_list(*fields))
+                got = views.RUN_TO_RANK.rows(metric, pk=run.pk, test_id=test_id)
+                assert got == want
+                if not got:
+                    continue
+                seen += 1
+                ranked, loaded = views.run_to_rank(got[0]), qs.get(pk=run.pk)
+                for name in (*views._RANKED, *views._RESULT):
+                    assert getattr(ranked, name) == getattr(loaded, name)
+                assert ranked.hardware_id == loaded.hardware_id
+                if loaded.hardware_id is not None:
+                    assert ranked.hardware.disk_type == loaded.hardware.disk_type
+                else:
+                    assert ranked.hardware is None
+    assert seen >= 9
+    assert set(views.RUN_TO_RANK._sql) == {"iops", "lat_mean_ns", "bw_bytes"}
+    assert all(views.RUN_TO_RANK._sql.values())  # compiled, not given up on
+    hidden = Run.objects.get(hidden=True).pk
+    for pk, status in (
+        (hidden, 410),
+        (shapes["owned"].pk, 404),
+        ("abc", 404),
+        ("99999999999999999999", 404),
+        (shapes["guest"].pk, 200),
+    ):
+        answer = api.get(f"/api/v1/runs/{pk}/similar/?test_id={READ}")
+        assert answer.status_code == status, (pk, answer.content)
+    bad = api.get(f"/api/v1/runs/{shapes['guest'].pk}/similar/?metric=nope")
+    assert bad.status_code == 400
