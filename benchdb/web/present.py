@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import cache
 from html import escape  # as django.utils.html.escape, without its lazy wrapper
 
 from django.template.defaultfilters import date, floatformat
 from django.urls import reverse
+from django.utils.encoding import force_str
 from django.utils.formats import localize
 from django.utils.text import slugify
 from django.utils.timezone import template_localtime
@@ -767,6 +769,20 @@ def mark_test_warnings(rows: list[dict], warnings) -> None:
 # web/_run_rows.html (escaped there).
 
 
+@cache
+def _choice_labels(model, field: str) -> dict:
+    return dict(model._meta.get_field(field).flatchoices)
+
+
+def display(obj, field: str) -> str:
+    """``obj.get_<field>_display()`` from its choices read once, not a dict
+    of them built per call: the list rows' labels."""
+    value = getattr(obj, field)
+    return force_str(
+        _choice_labels(type(obj), field).get(value, value), strings_only=True
+    )
+
+
 def browse_rows(runs) -> list[dict]:
     """The browse table's rows for a page of runs (``reads.browse_page``)."""
     out = []
@@ -780,13 +796,13 @@ def browse_rows(runs) -> list[dict]:
                 "name": str(run),
                 "suspect": run.suspect,
                 "published": run.source == "published",
-                "role_text": run.get_role_display(),
+                "role_text": display(run, "role"),
                 "platform_text": getattr(run, "platform_label", "")
-                or run.get_platform_display(),
+                or display(run, "platform"),
                 "cache_text": run.cache_mode,
-                "storage": run.get_storage_backend_display(),
+                "storage": display(run, "storage_backend"),
                 "format_bus": f"{run.image_format} · {run.disk_bus}",
-                "disk": (hardware.get_disk_type_display() if hardware else "") or "—",
+                "disk": (display(hardware, "disk_type") if hardware else "") or "—",
                 "rand4k_iops": repr(iops),
                 "rand4k_text": floatformat(iops, "0g") if iops is not None else "—",
                 "seq1m_text": human(bw, "bw_bytes") if bw is not None else "—",
@@ -808,13 +824,13 @@ def home_rows(runs) -> list[dict]:
             {
                 "url": run.get_absolute_url(),
                 "name": str(run),
-                "role_text": run.get_role_display(),
+                "role_text": display(run, "role"),
                 "platform_text": getattr(run, "platform_label", "")
-                or run.get_platform_display(),
+                or display(run, "platform"),
                 "cache_text": run.cache_mode,
-                "storage": run.get_storage_backend_display(),
-                "disk": (hardware.get_disk_type_display() if hardware else "") or "—",
-                "source": run.get_source_display(),
+                "storage": display(run, "storage_backend"),
+                "disk": (display(hardware, "disk_type") if hardware else "") or "—",
+                "source": display(run, "source"),
                 "rand4k_text": human(run.rand4k_iops, "iops"),
                 "seq1m_text": human(run.seq1m_bw, "bw_bytes"),
             }

@@ -9,7 +9,8 @@ import re
 import pytest
 from django.core.management import call_command
 
-from benchdb.results.models import Run
+from benchdb.results.models import Hardware, Run
+from benchdb.web import present
 
 pytestmark = pytest.mark.django_db
 
@@ -62,3 +63,22 @@ def test_browse_rows_escape_and_label_every_cell(client):
     # No run: the message, as before.
     response = client.get("/runs/?q=no-such-run-anywhere")
     assert "No run matches these filters" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "model, field",
+    [
+        (Run, "role"),
+        (Run, "platform"),
+        (Run, "storage_backend"),
+        (Run, "source"),
+        (Hardware, "disk_type"),
+    ],
+)
+def test_display_is_djangos_get_field_display(model, field):
+    """``present.display``, the rows' labels: every choice and a value
+    outside them as ``get_<field>_display`` says it."""
+    values = [v for v, _label in model._meta.get_field(field).flatchoices]
+    for value in [*values, "not-a-choice"]:
+        obj = model(**{field: value})
+        assert present.display(obj, field) == getattr(obj, f"get_{field}_display")()
