@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import gzip
 import json
 import uuid
@@ -360,3 +361,29 @@ def test_a_nul_in_saved_comparison_options_is_a_400(fio, alice):
         assert response.json()["errors"][0]["pointer"] == pointer
     assert Comparison.objects.count() == 0
     assert pack("x")  # the factories' helper stays importable for others
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2026-11-28T08:06:38",
+        "2026-11-28t08:06:38",
+        "2026-11-28 08:06:38",
+        "2024-02-29T23:59:59",
+        "2026-02-29T00:00:00",
+        "2026-11-28T24:00:00",
+        "2026-11-28T23:59:60",
+        "2026-13-01T00:00:00",
+        "0000-01-01T00:00:00",
+        "1999-12-31T23:59:59",
+        "2026-11-28T08:06:3\u0663",
+        "2026-11-28\u00a008:06:38",
+    ],
+)
+def test_a_time_in_z_reads_as_the_same_time_at_plus_zero(stamp):
+    """The agent's "...Z" form has a fast path (fromisoformat): the same
+    datetime, or the same refusal, as the fields read one by one."""
+    for zone in ("Z", "z"):
+        got = contract.parse_datetime(stamp + zone)
+        assert got == contract.parse_datetime(stamp + "+00:00")
+        assert got is None or got.tzinfo is datetime.UTC
