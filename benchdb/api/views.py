@@ -63,7 +63,7 @@ from benchdb.results import (
     reads,
     similar,
 )
-from benchdb.results.filters import RunFilterSet
+from benchdb.results.filters import HardwareFilterSet, RunFilterSet
 from benchdb.results.models import (
     ApiToken,
     Comparison,
@@ -882,7 +882,7 @@ class HardwareViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = s.HardwareSerializer
     pagination_class = StablePagination
     filter_backends = [DjangoFilterBackend]
-    filterset_fields = ["disk_type", "raid_level"]
+    filterset_class = HardwareFilterSet
 
     def get_queryset(self):
         return reads.hardware_list()

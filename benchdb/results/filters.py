@@ -18,7 +18,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django_filters.fields import DateRangeWidget, IsoDateTimeField, RangeField
 from django_filters.filters import FilterMethod
 
-from benchdb.results.models import Result, Run, readable_q
+from benchdb.results.models import Hardware, Result, Run, readable_q
 from benchdb.results.vocab import (
     FACET_PATHS,
     FACETS,
@@ -191,7 +191,34 @@ FacetFilters = type(
 )
 
 
-class RunFilterSet(FacetFilters):
+class SharedFormFilterSet(filters.FilterSet):
+    """A filter set whose form class is built once (``get_form_class``) and
+    whose forms share its fields (``SharedFields``)."""
+
+    def get_form_class(self):
+        """django-filter builds a form class, and a form field per filter, on
+        every filter set: the fields depend on nothing but the filters, so
+        the class is built once, and its forms share its fields
+        (``SharedFields``)."""
+        cls = type(self)
+        form_class = cls.__dict__.get("_form_class")
+        if form_class is None:
+            form_class = super().get_form_class()
+            form_class.base_fields = SharedFields(form_class.base_fields)
+            cls._form_class = form_class
+        return form_class
+
+
+class HardwareFilterSet(SharedFormFilterSet):
+    """The hardware list's filters: what ``filterset_fields`` made of these
+    fields on every request, a class and a form class each time, made once."""
+
+    class Meta:
+        model = Hardware
+        fields = ["disk_type", "raid_level"]
+
+
+class RunFilterSet(FacetFilters, SharedFormFilterSet):
     """Filters on every environment and hardware field of a run."""
 
     q = filters.CharFilter(method="search", label="Free-text search")
@@ -264,19 +291,6 @@ class RunFilterSet(FacetFilters):
             meta = getattr(request, "META", {}) if request is not None else {}
             owner_key = meta.get("HTTP_X_OWNER_KEY", "").strip()
         self.reader = (user, owner_key)
-
-    def get_form_class(self):
-        """django-filter builds a form class, and a form field per filter, on
-        every filter set: the fields depend on nothing but the filters, so
-        the class is built once, and its forms share its fields
-        (``SharedFields``)."""
-        cls = type(self)
-        form_class = cls.__dict__.get("_form_class")
-        if form_class is None:
-            form_class = super().get_form_class()
-            form_class.base_fields = SharedFields(form_class.base_fields)
-            cls._form_class = form_class
-        return form_class
 
     @classmethod
     def errors_of(cls, data) -> dict:

@@ -888,3 +888,25 @@ def test_the_run_to_rank_compiled_once_is_the_query_sets(api, shapes):
         assert answer.status_code == status, (pk, answer.content)
     bad = api.get(f"/api/v1/runs/{shapes['guest'].pk}/similar/?metric=nope")
     assert bad.status_code == 400
+
+
+def test_the_hardware_filter_set_is_what_filterset_fields_made(api, shapes):
+    """filters.HardwareFilterSet, made once, has the filters DRF's backend
+    made of ``filterset_fields`` on every request, and answers as they did."""
+    from django_filters.rest_framework import DjangoFilterBackend
+
+    from benchdb.results.filters import HardwareFilterSet
+
+    class Auto:
+        filterset_fields = ["disk_type", "raid_level"]
+
+    auto = DjangoFilterBackend().get_filterset_class(Auto(), Hardware.objects.all())
+    assert list(auto.base_filters) == list(HardwareFilterSet.base_filters)
+    for name, made in auto.base_filters.items():
+        ours = HardwareFilterSet.base_filters[name]
+        assert type(ours) is type(made) and ours.lookup_expr == made.lookup_expr
+        assert ours.extra == made.extra and ours.field_name == made.field_name
+    assert api.get("/api/v1/hardware/?disk_type=bogus").status_code == 400
+    listed = api.get("/api/v1/hardware/?disk_type=nvme-ssd")
+    assert listed.status_code == 200 and listed.json()["results"]
+    assert {h["disk_type"] for h in listed.json()["results"]} == {"nvme-ssd"}
