@@ -755,7 +755,7 @@ def _key_problem(test: dict, suite_version: Optional[str], buffered: bool):
     version = test.get("tool_version") or None
     options = test.get("options") if isinstance(test.get("options"), dict) else {}
     if key.startswith("imported/"):
-        expected = f"imported/1|{test_id}|{suite.tool_major(version)}"
+        expected = f"imported/1|{test_id}|{_tool_major(version)}"
     else:
         expected = suite.comparability_key(test_id, tool, options, version)
         if suite_version:
@@ -769,6 +769,42 @@ def _key_problem(test: dict, suite_version: Optional[str], buffered: bool):
     return (
         f"{key!r}, but the test's id, tool, tool version and options give {expected!r}"
     )
+
+
+# The suite's tests as ``_identity`` reads them, built on first use: test id
+# -> (tool, options but ioengine: the agent falls back to psync where libaio
+# is missing).  ``suite.get_test`` copies a test (JSON there and back) per
+# call, and a bundle asks for each of its tests.
+_WORKLOADS: Optional[Dict[str, Tuple[str, dict]]] = None
+
+
+def _catalogue_workload(test_id: str) -> Optional[Tuple[str, dict]]:
+    global _WORKLOADS
+    if _WORKLOADS is None:
+        # Whole before it is seen (threads): never a test missing from it.
+        _WORKLOADS = {
+            test["test_id"]: (
+                test["tool"],
+                {k: v for k, v in test["options"].items() if k != "ioengine"},
+            )
+            for test in suite.catalogue()
+        }
+    return _WORKLOADS.get(test_id)
+
+
+# ``suite.tool_major`` of the versions seen: a bundle names one or two tool
+# versions, each of its tests again.  Bounded: a server sees many bundles.
+_MAJORS: Dict[Optional[str], str] = {}
+
+
+def _tool_major(version: Optional[str]) -> str:
+    try:
+        return _MAJORS[version]
+    except KeyError:
+        major = suite.tool_major(version)
+        if len(_MAJORS) < 1024:
+            _MAJORS[version] = major
+        return major
 
 
 def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
@@ -789,13 +825,11 @@ def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
     claimed = test.get("tool_version") or None
     if claimed is not None and not isinstance(claimed, str):
         return  # refused as it is (``_test``): it has no major version
-    claimed_major = suite.tool_major(claimed)
+    claimed_major = _tool_major(claimed)
     majors: Dict[Any, str] = {}  # the repeats' outputs name one version
     for _tool, _fmt, version, _found in raws:
         if version not in majors:
-            majors[version] = (
-                suite.tool_major(version) if isinstance(version, str) else ""
-            )
+            majors[version] = _tool_major(version) if isinstance(version, str) else ""
         said = majors[version]
         if said.startswith(tool) and said != tool and said != claimed_major:
             out.add(
@@ -804,18 +838,14 @@ def _identity(out: Checked, test: dict, pointer: str, raws: list, bundle: dict):
             )
             return
     test_id = test.get("test_id")
-    try:
-        known = suite.get_test(test_id) if isinstance(test_id, str) else None
-    except KeyError:
-        known = None
+    known = _catalogue_workload(test_id) if isinstance(test_id, str) else None
     if known is not None:
+        known_tool, workload = known
         # A test imported from another tool (CrystalDiskMark, DiskSpd) is
         # named by its workload (``workload.identify``), whatever its tool.
-        if known["tool"] != tool and tool != "other":
-            out.add(f"{pointer}/test_id", f"{test_id!r} is a {known['tool']} test")
+        if known_tool != tool and tool != "other":
+            out.add(f"{pointer}/test_id", f"{test_id!r} is a {known_tool} test")
             return
-        # ioengine: the agent falls back to psync where libaio is missing.
-        workload = {k: v for k, v in known["options"].items() if k != "ioengine"}
         for _raw_tool, _fmt, _version, found in raws:
             mismatch = _workload_mismatch(workload, found)
             if mismatch is not None:
