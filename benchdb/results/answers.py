@@ -200,6 +200,11 @@ cache_mode_ranking = declare(
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup_workload",
 )
+left_out_counts = declare(
+    "left_out_counts",
+    "benchdb.results.reports:left_out_counts",
+    version=1,
+)
 overhead_answer = declare(
     "overhead_answer",
     "benchdb.results.reports:overhead_answer",

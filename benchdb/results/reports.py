@@ -236,7 +236,17 @@ LEFT_OUT = (
 def left_out(setup: dict, test_id: str) -> dict:
     """Per cache mode, the setup's guest runs of ``test_id`` an answer leaves
     out: public but suspect, unlisted, imported (configuration declared, not
-    verified).  Private and hidden runs are not counted."""
+    verified).  Private and hidden runs are not counted.  Stored
+    (``answers.left_out_counts``): the left-out runs are a share of every
+    run, so counting them grows with the table."""
+    from benchdb.results import answers
+
+    return {mode: counts for mode, counts in answers.left_out_counts(setup, test_id)}
+
+
+def left_out_counts(setup: dict, test_id: str) -> list:
+    """``left_out`` computed: [cache mode, counts] pairs (a list, so that a
+    mode of None is kept as such in the stored JSON)."""
     # Only the runs counted below, through their own index
     # (``results_run_left_out_idx``: a few percent of the runs), not every
     # guest run of the setup joined to its result of that test.
@@ -264,11 +274,14 @@ def left_out(setup: dict, test_id: str) -> dict:
         )
         .order_by()
     )
-    return {
-        r["cache_mode"]: {k: r[f"n_{k}"] for k in ("suspect", "unlisted", "imported")}
-        for r in rows
+    return [
+        [
+            r["cache_mode"],
+            {k: r[f"n_{k}"] for k in ("suspect", "unlisted", "imported")},
+        ]
+        for r in sorted(rows, key=lambda r: str(r["cache_mode"]))
         if r["n_suspect"] or r["n_unlisted"] or r["n_imported"]
-    }
+    ]
 
 
 def setups_with_data(question: str, limit: int = 6) -> list[dict]:

@@ -90,9 +90,9 @@ def test_report_queries_are_bounded(client, reference, django_assert_max_num_que
     # Four cache-mode answers and the per-storage overheads: a few queries
     # each (results/population.py), never one per run.  Cold, each stored
     # answer (results/answer_cache.py) adds its read, snapshot and store;
-    # the setup's workload coverage, its left-out runs and the published
-    # sets add a few more.
-    with django_assert_max_num_queries(110):
+    # the setup's workload coverage, its left-out runs (stored too: counting
+    # them grew with the table) and the published sets add a few more.
+    with django_assert_max_num_queries(115):
         client.get("/reports/cache-modes/")
     with django_assert_max_num_queries(75):
         client.get("/reports/overhead/")
