@@ -270,25 +270,34 @@ def _posteriors(
         low_edge = n_below + np.count_nonzero(sums == -2 * rope, axis=1)
         top = size - n_above
         high_edge = top - np.count_nonzero(sums == 2 * rope, axis=1)
-        bounds.append((order, n_below, low_edge, top, high_edge))
+        bounds.append(
+            (order, n_below, _ties(n_below, low_edge), top, _ties(top, high_edge))
+        )
     weights = np.ones(size)
     weights[0] = prior
     rng = np.random.RandomState(seed)
     counts = np.zeros((len(vectors), 3))
     per_chunk = max(1, _CHUNK // size)
+    # Buffers kept across chunks and vectors (no fresh pages per array).
+    w_buf = np.empty((per_chunk, size))
+    cum_buf = np.zeros((per_chunk, size + 1))
+    edge_buf = np.empty((per_chunk, size))
     done = 0
     while done < samples:
         k = min(per_chunk, samples - done)
         drawn = rng.dirichlet(weights, k)
-        for counted, (order, n_below, low_edge, top, high_edge) in zip(
+        w, cum, edge = w_buf[:k], cum_buf[:k], edge_buf[:k]
+        for counted, (order, n_below, low_ties, top, high_ties) in zip(
             counts, bounds, strict=True
         ):
-            w = drawn[:, order]
-            cum = np.zeros((k, size + 1))
+            np.take(drawn, order, axis=1, out=w, mode="clip")
             np.cumsum(w, axis=1, out=cum[:, 1:])
-            lo = (_edge_mass(cum, n_below, low_edge) * w).sum(axis=1)
-            above = cum[:, -1:] - _edge_mass(cum, top, high_edge)
-            hi = (above * w).sum(axis=1)
+            lo = np.multiply(_edge_mass(cum, n_below, low_ties, edge), w, out=edge)
+            lo = lo.sum(axis=1)
+            above = np.subtract(
+                cum[:, -1:], _edge_mass(cum, top, high_ties, edge), out=edge
+            )
+            hi = np.multiply(above, w, out=edge).sum(axis=1)
             if rope > 0:
                 mass = np.stack((lo, 1.0 - lo - hi, hi), axis=1)
             else:
@@ -300,13 +309,26 @@ def _posteriors(
     return [tuple(float(x) for x in row / samples) for row in counts]
 
 
-def _edge_mass(cum: np.ndarray, strict: np.ndarray, edge: np.ndarray) -> np.ndarray:
+def _ties(strict: np.ndarray, edge: np.ndarray) -> tuple:
+    """The sorted i with sums on the bound: their indices and ``edge[i]``."""
+    idx = np.flatnonzero(strict != edge)
+    return idx, edge[idx]
+
+
+def _edge_mass(
+    cum: np.ndarray, strict: np.ndarray, ties: tuple, out: np.ndarray
+) -> np.ndarray:
     """Per draw and sorted i: the weight of the j before ``strict[i]``, and
-    half of those between it and ``edge[i]`` (the sums on the bound)."""
-    out = np.take(cum, strict, axis=1)
-    if np.any(strict != edge):
-        out += np.take(cum, edge, axis=1)
-        out *= 0.5
+    half of those between it and ``edge[i]`` (the sums on the bound), into
+    ``out``.  Only the i with such sums are averaged: for the others
+    (a + a) * 0.5 is a exactly."""
+    np.take(cum, strict, axis=1, out=out, mode="clip")
+    idx, edge = ties
+    if idx.size:
+        part = out[:, idx]
+        part += np.take(cum, edge, axis=1)
+        part *= 0.5
+        out[:, idx] = part
     return out
 
 

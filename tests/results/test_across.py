@@ -217,3 +217,66 @@ def test_the_wilcoxon_of_two_settings_matches_scipy_on_log_ratios():
     hl = out["hodges_lehmann"]
     assert hl["low"] < hl["ratio"] < hl["high"]
     assert sum(out["probabilities"].values()) == pytest.approx(1.0)
+
+
+def _posteriors_before(vectors, rope, prior, samples, seed):
+    """across._posteriors as it was before its buffers and partial edge
+    averages (8438bd5): the reference the faster one must equal exactly."""
+    size = vectors[0].size + 1
+    bounds = []
+    for d in vectors:
+        z = np.concatenate(([0.0], d))
+        order = np.argsort(z, kind="stable")
+        sums = z[order][:, None] + z[order][None, :]
+        n_below = np.count_nonzero(sums < -2 * rope, axis=1)
+        low_edge = n_below + np.count_nonzero(sums == -2 * rope, axis=1)
+        top = size - np.count_nonzero(sums > 2 * rope, axis=1)
+        high_edge = top - np.count_nonzero(sums == 2 * rope, axis=1)
+        bounds.append((order, n_below, low_edge, top, high_edge))
+
+    def edge_mass(cum, strict, edge):
+        out = np.take(cum, strict, axis=1)
+        if np.any(strict != edge):
+            out += np.take(cum, edge, axis=1)
+            out *= 0.5
+        return out
+
+    weights = np.ones(size)
+    weights[0] = prior
+    rng = np.random.RandomState(seed)
+    counts = np.zeros((len(vectors), 3))
+    per_chunk = max(1, across._CHUNK // size)
+    done = 0
+    while done < samples:
+        k = min(per_chunk, samples - done)
+        drawn = rng.dirichlet(weights, k)
+        for counted, (order, n_below, low_edge, top, high_edge) in zip(
+            counts, bounds, strict=True
+        ):
+            w = drawn[:, order]
+            cum = np.zeros((k, size + 1))
+            np.cumsum(w, axis=1, out=cum[:, 1:])
+            lo = (edge_mass(cum, n_below, low_edge) * w).sum(axis=1)
+            hi = ((cum[:, -1:] - edge_mass(cum, top, high_edge)) * w).sum(axis=1)
+            if rope > 0:
+                mass = np.stack((lo, 1.0 - lo - hi, hi), axis=1)
+            else:
+                mass = np.stack((1.0 - hi, np.zeros(k), hi), axis=1)
+            counted += np.bincount(np.argmax(mass, axis=1), minlength=3)
+        done += k
+    return [tuple(float(x) for x in row / samples) for row in counts]
+
+
+@pytest.mark.parametrize("n", [1, 3, 12, 300, 1500])
+def test_posteriors_equal_their_former_definition_exactly(n, monkeypatch):
+    # Several chunks (and a short last one) at every size.
+    monkeypatch.setattr(across, "_CHUNK", 40 * (n + 1) + 7)
+    rng = np.random.default_rng(n)
+    samples = 3000 if n > 300 else 20_000
+    for decimals in (1, 2, None):
+        vectors = [rng.normal(0.01, 0.05, n) for _ in range(3)]
+        if decimals:  # sums on the bounds
+            vectors = [np.round(v, decimals) for v in vectors]
+        for rope in (0.0, 0.01, 0.05):
+            args = (vectors, rope, 0.5, samples, n)
+            assert across._posteriors(*args) == _posteriors_before(*args)
