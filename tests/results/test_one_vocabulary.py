@@ -118,6 +118,8 @@ CHOSEN = {
     ("benchdb/results/compare.py", "COMPARED_RUN_FIELDS"),
     ("benchdb/results/compare.py", "RunLabel.label"),
     ("benchdb/results/reads.py", "BASELINE_SHOWN"),
+    # The columns a home or browse row shows, read alone (not every column).
+    ("benchdb/results/reads.py", "PAGE_ROW_COLUMNS"),
     # The columns the free-text search looks in, and the sortable ones.
     ("benchdb/results/filters.py", "SEARCH_FIELDS"),
     ("benchdb/results/filters.py", "ORDERING_FIELDS"),
