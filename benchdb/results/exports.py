@@ -343,20 +343,12 @@ def page_of_runs(
 
 
 def _chunks(pieces: Iterable[str]) -> Iterator[bytes]:
-    buf: list[str] = []
-    size = 0
-    for piece in pieces:
-        buf.append(piece)
-        size += len(piece)
-        if size >= CHUNK_BYTES:
-            yield "".join(buf).encode("utf-8")
-            buf, size = [], 0
-    if buf:
-        yield "".join(buf).encode("utf-8")
+    """``_byte_chunks`` of text pieces, encoded as UTF-8."""
+    return _byte_chunks(piece.encode("utf-8") for piece in pieces)
 
 
 def _byte_chunks(pieces: Iterable[bytes]) -> Iterator[bytes]:
-    """``_chunks`` of pieces already encoded."""
+    """Pieces joined into chunks of about ``CHUNK_BYTES`` each."""
     buf: list[bytes] = []
     size = 0
     for piece in pieces:
