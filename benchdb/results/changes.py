@@ -103,9 +103,9 @@ def filters_facet_test(
 def comparability_key(
     changed: list[int], key: str, _metric: str, disk_type: str | None, *_rest
 ) -> bool:
-    """``similar_population`` over (comparability key, metric, disk type,
-    facets matched): the figures of that key's results on that disk type
-    alone, no baselines."""
+    """``similar_population`` and ``similar_points`` over (comparability key,
+    metric, disk type, facets matched): the figures of that key's results on
+    that disk type alone, no baselines."""
     if _deleted(changed):
         return True
     found = Result.objects.filter(run_id__in=changed, comparability_key=key)

@@ -4,8 +4,11 @@ systems" card.
 One definition of the rank, ``similar.similar_systems`` (the API's
 ``/api/v1/runs/N/similar/``): the run ranked among the *other* listed, not
 suspect runs with a result of the same comparability key on the same disk
-type.  This module only adds what a page needs beside it: which of those
-runs are nearest to the run's figure, to compare it with them.
+type.  The page reads it from the population's stored points
+(``similar.similar_standing``: exact up to ``similar.RANK_POINTS`` runs,
+to half a percent beyond), so its cost does not grow with the population.
+This module only adds what a page needs beside it: which of those runs are
+nearest to the run's figure, to compare it with them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ from django.db.models.functions import Abs
 from benchdb.results.aggregates import comparable_runs
 from benchdb.results.metrics import metric_column
 from benchdb.results.models import Run
-from benchdb.results.similar import _similar_results, similar_systems
+from benchdb.results.similar import (
+    _similar_results,
+    point_position,
+    similar_standing,
+)
 
 # How many of the nearest comparable runs the page offers to compare with.
 NEAREST = 3
@@ -28,8 +35,8 @@ NEAREST = 3
 
 def nearest_runs(run: Run, answer: dict, k: int = NEAREST) -> list[int]:
     """The ids of the ``k`` runs of ``answer``'s population (a
-    ``similar_systems`` answer of ``run``) whose figure is nearest to the
-    run's, nearest first (ties by id)."""
+    ``similar.similar_standing`` answer of ``run``) whose figure is nearest
+    to the run's, nearest first (ties by id)."""
     if answer["value"] is None or not answer["ranked_among"]:
         return []
     column = metric_column(answer["metric"])
@@ -46,10 +53,18 @@ def nearest_runs(run: Run, answer: dict, k: int = NEAREST) -> list[int]:
         .order_by("gap", "run_id")
         .values_list("run_id", flat=True)
     )
-    window = _window(answer["value"], answer["population"], k)
+    points, count = answer["points"], answer["count"]
+    # The run itself may be one of the figures the points stand for: then
+    # the window holds k others only if it holds k + 1 figures.
+    window = _window(
+        answer["value"],
+        points,
+        k + 1,
+        lambda j: point_position(j, count, len(points)),
+    )
     if window is not None:
-        # Only the figures as near as the k-th nearest of the stored
-        # population (``results_result_key_iops_idx``, ``..._bw_idx``): a range of one
+        # Only the figures as near as the window's farther point
+        # (``results_result_key_iops_idx``, ``..._bw_idx``): a range of one
         # key's figures, not every result of that key sorted by its gap.
         found = list(nearest.filter(**{f"{column}__range": window})[:k])
         if len(found) == k:
@@ -58,26 +73,36 @@ def nearest_runs(run: Run, answer: dict, k: int = NEAREST) -> list[int]:
     return list(nearest[:k])
 
 
-def _window(value: float, population: list, k: int) -> tuple[float, float] | None:
-    """The figures around ``value`` that hold its ``k`` nearest of
-    ``population`` (a stored answer's figures, in order): at least ``k`` of
-    the runs now, unless some were removed since; runs added since that are
-    nearer lie within it too.  None when the population has fewer than
-    ``k``."""
-    if len(population) < k:
+def _window(
+    value: float, points: list, k: int, position=None
+) -> tuple[float, float] | None:
+    """The figures around ``value`` that hold its ``k`` nearest of a stored
+    population: at least ``k`` of the runs now, unless some were removed
+    since; runs added since that are nearer lie within it too.  None when
+    the population has fewer than ``k``.
+
+    ``points``: the population's figures in order, or some of them
+    (``similar.quantile_points``) with ``position(j)``, where the ``j``-th
+    point stands among them (its order statistic): figures between two
+    points are as many as their positions say, so the window reaches out
+    point by point until the points inside it stand for ``k`` figures."""
+    position = position or (lambda j: j)
+    if not points or position(len(points) - 1) + 1 < k:
         return None
-    # The population is in order (``similar_population``): its k nearest
-    # are the k steps outward from where ``value`` falls, not a sort of
-    # every figure's gap (tens of thousands per key at 3M results).
-    low = bisect.bisect_left(population, value) - 1
+    # In order: the k nearest are the steps outward from where ``value``
+    # falls, not a sort of every figure's gap (tens of thousands per key
+    # at 3M results).
+    low = bisect.bisect_left(points, value) - 1
     high = low + 1
-    for _ in range(k):
-        below = value - population[low] if low >= 0 else math.inf
-        above = population[high] - value if high < len(population) else math.inf
+    while True:
+        below = value - points[low] if low >= 0 else math.inf
+        above = points[high] - value if high < len(points) else math.inf
         if below <= above:
             gap, low = below, low - 1
         else:
             gap, high = above, high + 1
+        if position(high - 1) - position(low + 1) + 1 >= k:
+            break
     # The gap as PostgreSQL computes it may round the other way.
     gap += (abs(value) + gap) * 1e-9
     return value - gap, value + gap
@@ -85,8 +110,9 @@ def _window(value: float, population: list, k: int) -> tuple[float, float] | Non
 
 def run_standing(run: Run, tests: Iterable[tuple[str, str, str]]) -> list[dict]:
     """Per main test of ``tests`` ((test id, metric, label)) that the run
-    has: its ``similar_systems`` answer (``percentile``,
-    ``better_than_percent``, ``ranked_among``...) with ``label`` and
+    has: its ``similar_standing`` answer (``percentile``,
+    ``better_than_percent``, ``ranked_among``, ``resolution``...) with
+    ``label`` and
     ``nearest`` (run ids to compare with).  Tests the run lacks are left
     out."""
     # The run's results as its page read them (``reads.attach_tests``):
@@ -111,7 +137,7 @@ def run_standing(run: Run, tests: Iterable[tuple[str, str, str]]) -> list[dict]:
                 else (None, None, None)
             )
         try:
-            answer = similar_systems(run, test_id, metric, found=found)
+            answer = similar_standing(run, test_id, metric, found=found)
         except LookupError:
             continue
         out.append({**answer, "label": label, "nearest": nearest_runs(run, answer)})

@@ -153,6 +153,9 @@ def stored_calls() -> list[tuple]:
             answers.similar_population,
             (KEY.format(t0), "lat_mean_ns", "sata-ssd", [["cache_mode", "none"]]),
         ),
+        # Hundreds of runs: its points are order statistics, not every figure.
+        (answers.similar_points, (KEY.format(t0), "iops", "hdd", [])),
+        (answers.similar_points, (KEY.format(t1), "bw_bytes", None, [])),
         (answers.distribution, ([], t0, "iops", None)),
         (
             answers.distribution,

@@ -69,6 +69,7 @@ def stored_calls() -> list[tuple]:
     for disk_type in (None, "hdd", "nvme-ssd"):
         key = KEY.format(TESTS[0])
         calls.append((answers.similar_population, (key, "iops", disk_type, [])))
+        calls.append((answers.similar_points, (key, "iops", disk_type, [])))
     return calls
 
 
