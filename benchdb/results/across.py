@@ -46,11 +46,13 @@ the database but the posteriors kept by their inputs
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import hashlib
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from scipy import stats as sps
@@ -218,11 +220,12 @@ def bayes_signed_ranks(
     answers again after an upload, and their paired systems' differences
     rarely change."""
     vectors = [_finite(d) for d in many]
-    args = f"{float(rope)!r} {float(prior)!r} {int(samples)} {int(seed)}"
-    args += _posterior_code()
-    keys = [hashlib.sha256(d.tobytes() + args.encode()).hexdigest() for d in vectors]
+    keys = _keys(vectors, rope, prior, samples, seed)
+    ahead = _drawn_ahead.get() or {}
     keep = answer_cache.computing()
-    found = answer_cache.posteriors(keys) if keep else {}
+    found = {k: ahead[k] for k in keys if k in ahead}
+    if keep and len(found) < len(keys):
+        found.update(answer_cache.posteriors([k for k in keys if k not in found]))
     todo: dict[int, list[int]] = {}
     for i, key in enumerate(keys):
         if key not in found:
@@ -235,6 +238,52 @@ def bayes_signed_ranks(
         answer_cache.keep_posteriors(new)
     found.update(new)
     return [found[key] for key in keys]
+
+
+def _keys(
+    vectors: list[np.ndarray], rope: float, prior: float, samples: int, seed: int
+) -> list[str]:
+    """Each posterior's key: a hash of its differences and every other input,
+    with the digest of the code that draws (``_posterior_code``)."""
+    args = f"{float(rope)!r} {float(prior)!r} {int(samples)} {int(seed)}"
+    args += _posterior_code()
+    return [hashlib.sha256(d.tobytes() + args.encode()).hexdigest() for d in vectors]
+
+
+# Posteriors drawn ahead (``drawn_together``), by key, for the calls inside.
+_drawn_ahead: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "benchdb_posteriors_drawn_ahead", default=None
+)
+
+
+@contextmanager
+def drawn_together(
+    many: Sequence[Sequence[float]],
+    margin_percent: float = stats.EQUIVALENCE_PERCENT,
+) -> Iterator[None]:
+    """Inside, ``two_settings`` of any of these difference vectors finds its
+    posterior drawn already: those of the vectors with enough systems, drawn
+    here at once (``bayes_signed_ranks``: one set of draws per length).
+
+    An answer that compares several settings with one reference (the cache
+    modes against none) reads its pairs' differences first and draws their
+    posteriors together: a set of draws for each pair was most of its cost.
+    The same numbers as one at a time (the draws depend only on the length,
+    the prior and the seed)."""
+    vectors = [d for d in (_finite(v) for v in many) if d.size >= MIN_SYSTEMS]
+    rope = rope_of(margin_percent)
+    found = dict(
+        zip(
+            _keys(vectors, rope, PRIOR_WEIGHT, POSTERIOR_SAMPLES, POSTERIOR_SEED),
+            bayes_signed_ranks(vectors, rope) if vectors else [],
+            strict=True,
+        )
+    )
+    token = _drawn_ahead.set({**(_drawn_ahead.get() or {}), **found})
+    try:
+        yield
+    finally:
+        _drawn_ahead.reset(token)
 
 
 @functools.cache

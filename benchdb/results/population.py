@@ -37,6 +37,8 @@ key of the test id among the filtered runs is used unless one is given).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from django.db import connection
 from django.db.models import (
@@ -267,8 +269,47 @@ def compare_sets(
     the two sets' medians with a bootstrap interval of each side resampled
     independently (``paired`` False).  Swapping A and B mirrors the answer.
     """
-    margin = metrics.equivalence_percent() if margin_percent is None else margin_percent
-    hib = metrics.higher_is_better(metric)
+    read = read_sets(runs_a, runs_b, test_id, metric, comparability_key, of)
+    return compare_read(read, margin_percent, confidence)
+
+
+@dataclass(frozen=True)
+class SetsRead:
+    """What ``compare_sets`` reads of two filter sets: each side's spread,
+    its results (for the unpaired fallback) and per system its mean log
+    figure and runs (``_per_system_logs``)."""
+
+    test_id: str
+    metric: str
+    comparability_key: str | None
+    of: str
+    spread_a: dict
+    spread_b: dict
+    res_a: QuerySet
+    res_b: QuerySet
+    expr: str
+    logs_a: dict[int, tuple]
+    logs_b: dict[int, tuple]
+
+    @property
+    def paired_ids(self) -> list[int]:
+        return sorted(set(self.logs_a) & set(self.logs_b))
+
+    @property
+    def diffs(self) -> list[float]:
+        """ln(B/A) per paired system, in the order of its id."""
+        return [self.logs_b[h][0] - self.logs_a[h][0] for h in self.paired_ids]
+
+
+def read_sets(
+    runs_a: QuerySet,
+    runs_b: QuerySet,
+    test_id: str,
+    metric: str = "iops",
+    comparability_key: str | None = None,
+    of: str = "figure",
+) -> SetsRead:
+    """``compare_sets``' reads (its queries, but the unpaired fallback's)."""
     if comparability_key is None:
         # One key for both sides: the most common among their runs together.
         both = Run.objects.filter(
@@ -293,16 +334,40 @@ def compare_sets(
             _with_host_figure(res_b, metric),
         )
         expr = "ratio"
-    logs_a = _per_system_logs(res_a, expr)
-    logs_b = _per_system_logs(res_b, expr)
-    paired_ids = sorted(set(logs_a) & set(logs_b))
+    return SetsRead(
+        test_id=test_id,
+        metric=metric,
+        comparability_key=comparability_key,
+        of=of,
+        spread_a=spread_a,
+        spread_b=spread_b,
+        res_a=res_a,
+        res_b=res_b,
+        expr=expr,
+        logs_a=_per_system_logs(res_a, expr),
+        logs_b=_per_system_logs(res_b, expr),
+    )
+
+
+def compare_read(
+    read: SetsRead,
+    margin_percent: float | None = None,
+    confidence: float = stats.CONFIDENCE,
+) -> dict:
+    """``compare_sets``' answer from what it read."""
+    metric = read.metric
+    margin = metrics.equivalence_percent() if margin_percent is None else margin_percent
+    hib = metrics.higher_is_better(metric)
+    spread_a, spread_b = read.spread_a, read.spread_b
+    logs_a, logs_b = read.logs_a, read.logs_b
+    paired_ids = read.paired_ids
     out = {
-        "test_id": test_id,
+        "test_id": read.test_id,
         "metric": metric,
         "unit": metrics.MAIN_METRICS[metric]["unit"],
         "higher_is_better": hib,
-        "comparability_key": comparability_key,
-        "of": of,
+        "comparability_key": read.comparability_key,
+        "of": read.of,
         "a": spread_a,
         "b": spread_b,
         "paired": len(paired_ids) >= stats.MIN_REPEATS,
@@ -312,11 +377,9 @@ def compare_sets(
         "high": None,
         "equivalence_percent": margin,
     }
+    diffs = read.diffs
     if out["paired"]:
-        diffs = np.asarray(
-            [logs_b[h][0] - logs_a[h][0] for h in paired_ids], dtype=float
-        )
-        m = stats.median_interval(diffs, confidence)
+        m = stats.median_interval(np.asarray(diffs, dtype=float), confidence)
         out["ratio"] = float(np.exp(m["median"]))
         out["low"], out["high"] = (
             float(np.exp(m["ci95_low"])),
@@ -329,10 +392,9 @@ def compare_sets(
             "max": float(np.exp(m["max"])),
         }
     else:
-        out.update(_unpaired(res_a, res_b, expr, confidence))
+        out.update(_unpaired(read.res_a, read.res_b, read.expr, confidence))
     out["confidence"] = confidence
     out.update(_population_verdict(out, hib, margin))
-    diffs = [logs_b[h][0] - logs_a[h][0] for h in paired_ids]
     out["across"] = across.two_settings(diffs, hib, margin)
     out["across"]["runs"] = sum(logs_a[h][1] + logs_b[h][1] for h in paired_ids)
     out["left_out"] = _left_out(
@@ -494,9 +556,21 @@ def answer(
     "verdict", "text"}`` plus the full answer under ``"detail"``.  Raises
     ValueError naming a bad filter.
     """
+    return answer_from(read_answer(filters, a, b, test_id, metric))
+
+
+def read_answer(
+    filters: dict, a: dict, b: dict, test_id: str, metric: str = "iops"
+) -> SetsRead:
+    """``answer``'s reads (``read_sets``), for ``answer_from``."""
     runs_a = filter_runs({**filters, **a})
     runs_b = filter_runs({**filters, **b})
-    return _short(compare_sets(runs_a, runs_b, test_id, metric))
+    return read_sets(runs_a, runs_b, test_id, metric)
+
+
+def answer_from(read: SetsRead) -> dict:
+    """``answer`` from what it read."""
+    return _short(compare_read(read))
 
 
 def answers_by(

@@ -101,3 +101,31 @@ def test_a_posterior_kept_by_other_code_is_not_read():
         assert across.bayes_signed_rank(d, 0.05, samples=2000) == first
     finally:
         answer_cache._computing.reset(token)
+
+
+def test_posteriors_drawn_together_are_each_drawn_alone():
+    """``drawn_together``: the pairs' posteriors drawn ahead, one set of
+    draws per length, and ``two_settings`` inside says what it says alone."""
+    rng = np.random.default_rng(8)
+    many = [
+        rng.normal(0.0, 0.1, 9),
+        rng.normal(0.05, 0.1, 9),
+        rng.normal(0.0, 0.1, 4),
+        rng.normal(0.0, 0.1, 11),
+    ]
+    alone = [across.two_settings(d, True) for d in many]
+    sets = []
+    drawn = across._posteriors
+
+    def counted(vectors, *args):
+        sets.append(len(vectors))
+        return drawn(vectors, *args)
+
+    with mock.patch.object(across, "_posteriors", side_effect=counted):
+        with across.drawn_together(many):
+            together = [across.two_settings(d, True) for d in many]
+    assert together == alone
+    assert together[0]["probabilities"] != together[1]["probabilities"]
+    # The two of nine systems on one set of draws, eleven on its own, four
+    # (too few systems for a posterior) on none; nothing drawn again inside.
+    assert sorted(sets) == [1, 2]
