@@ -33,7 +33,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchdb.api import serializers as s
-from benchdb.api.compiled import Compiled
 from benchdb.api.exceptions import BundleInvalid
 from benchdb.api.parsers import BODY_TEXT
 from benchdb.api.permissions import (
@@ -63,6 +62,7 @@ from benchdb.results import (
     reads,
     similar,
 )
+from benchdb.results.compiled import Compiled
 from benchdb.results.filters import HardwareFilterSet, RunFilterSet
 from benchdb.results.models import (
     ApiToken,

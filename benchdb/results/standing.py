@@ -17,10 +17,11 @@ import bisect
 import math
 from collections.abc import Iterable
 
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.db.models.functions import Abs
 
 from benchdb.results.aggregates import comparable_runs
+from benchdb.results.compiled import Compiled
 from benchdb.results.metrics import metric_column
 from benchdb.results.models import Run
 from benchdb.results.similar import (
@@ -33,31 +34,56 @@ from benchdb.results.similar import (
 NEAREST = 3
 
 
+def _nearest(shape: tuple, **values) -> QuerySet:
+    """The query of ``nearest_runs`` (``NEAREST_QUERY``): the run ids of a
+    population's results by their figure's gap to ``value``, within
+    [``low``, ``high``] if the shape says so, the ``run`` itself left out.
+    ``shape``: (metric column, with a disk type, facets matched, k,
+    windowed); ``values``: ``key``, ``disk_type``, ``run``, ``value``,
+    ``low``, ``high`` and ``match_<i>`` (the facets' values)."""
+    column, with_disk_type, facets, k, windowed = shape
+    match = [(facet, values[f"match_{i}"]) for i, facet in enumerate(facets)]
+    qs = _similar_results(
+        values["key"],
+        column,
+        values["disk_type"] if with_disk_type else None,
+        match,
+        comparable_runs(),
+    ).exclude(run_id=values["run"])
+    if windowed:
+        qs = qs.filter(**{f"{column}__range": (values["low"], values["high"])})
+    return (
+        qs.annotate(gap=Abs(F(column) - values["value"]))
+        .order_by("gap", "run_id")
+        .values_list("run_id", flat=True)[:k]
+    )
+
+
+# Compiled once per shape: building and compiling the query set cost Django
+# more CPU than PostgreSQL takes to read the window (4 of them a page).
+NEAREST_QUERY = Compiled(_nearest)
+
+
 def nearest_runs(run: Run, answer: dict, k: int = NEAREST) -> list[int]:
     """The ids of the ``k`` runs of ``answer``'s population (a
     ``similar.similar_standing`` answer of ``run``) whose figure is nearest
     to the run's, nearest first (ties by id)."""
     if answer["value"] is None or not answer["ranked_among"]:
         return []
-    column = metric_column(answer["metric"])
-    disk_type = answer["disk_type"] if run.hardware_id else None
-    qs = _similar_results(
-        answer["comparability_key"],
-        column,
-        disk_type,
-        list(answer["match"].items()),
-        comparable_runs(),
-    ).exclude(run_id=run.pk)
-    nearest = (
-        qs.annotate(gap=Abs(F(column) - answer["value"]))
-        .order_by("gap", "run_id")
-        .values_list("run_id", flat=True)
-    )
+    facets = tuple(answer["match"])
+    values = {
+        "key": answer["comparability_key"],
+        "run": run.pk,
+        "value": float(answer["value"]),
+        **({"disk_type": answer["disk_type"]} if run.hardware_id else {}),
+        **{f"match_{i}": answer["match"][f] for i, f in enumerate(facets)},
+    }
+    shape = (metric_column(answer["metric"]), bool(run.hardware_id), facets, k)
     points, count = answer["points"], answer["count"]
     # The run itself may be one of the figures the points stand for: then
     # the window holds k others only if it holds k + 1 figures.
     window = _window(
-        answer["value"],
+        values["value"],
         points,
         k + 1,
         lambda j: point_position(j, count, len(points)),
@@ -66,11 +92,12 @@ def nearest_runs(run: Run, answer: dict, k: int = NEAREST) -> list[int]:
         # Only the figures as near as the window's farther point
         # (``results_result_key_iops_idx``, ``..._bw_idx``): a range of one
         # key's figures, not every result of that key sorted by its gap.
-        found = list(nearest.filter(**{f"{column}__range": window})[:k])
+        low, high = window
+        found = NEAREST_QUERY.rows((*shape, True), **values, low=low, high=high)
         if len(found) == k:
-            return found
+            return [pk for (pk,) in found]
         # Fewer: runs of the stored population were removed since.
-    return list(nearest[:k])
+    return [pk for (pk,) in NEAREST_QUERY.rows((*shape, False), **values)]
 
 
 def _window(

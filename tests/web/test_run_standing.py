@@ -244,6 +244,8 @@ def test_the_nearest_from_the_points_are_those_of_every_figure():
             found = standing.nearest_runs(me, answer)
         assert found == exact_nearest(me, runs), value
         assert len(queries) == 1 and "BETWEEN" in queries[0]["sql"], value
+    # Its SQL compiled once (``standing.NEAREST_QUERY``), not given up on.
+    assert standing.NEAREST_QUERY._sql and all(standing.NEAREST_QUERY._sql.values())
 
 
 def test_the_windows_of_the_points_hold_k_figures():

@@ -2,7 +2,8 @@
 
 Building and compiling a query set costs Django more than PostgreSQL takes to
 answer a lookup of one row by its id (a run to rank among similar systems:
-its visibility rule, three subqueries for its result).  ``Compiled`` keeps the
+its visibility rule, three subqueries for its result; a run page's nearest
+runs, a window of one key's index).  ``Compiled`` keeps the
 query set's definition where it is (``build``) and compiles it once per
 shape: with stand-ins for the values that change between requests, whose
 places among the SQL's parameters it notes; a request puts its values in
@@ -18,12 +19,16 @@ from collections.abc import Callable, Hashable
 from django.db import connections
 from django.db.models import QuerySet
 
-# Stand-ins: values no request gives (ids are positive; test ids printable).
+# Stand-ins: values no request gives (ids are positive; test ids printable;
+# figures are not negative, and none is this one).
 _INT = -2_000_000_000
 _STR = "\x1e{}\x1e"
+_FLOAT = -1.2345678901234567e299
 
 
 def _stand_in(index: int, value):
+    if isinstance(value, float):
+        return _FLOAT * (index + 1)
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise TypeError(f"no stand-in for {type(value).__name__}")
     return _INT - index if isinstance(value, int) else _STR.format(index)
@@ -32,8 +37,8 @@ def _stand_in(index: int, value):
 class Compiled:
     """``build(shape, **values)``, a ``values_list()`` query set, run as SQL
     compiled once per ``shape``: what its SQL depends on besides ``values``
-    (which must be ints or strings given to lookups as parameters).  The
-    caller is what vouches that nothing else (a reader, a setting) changes
+    (which must be ints, floats or strings given to lookups as parameters).
+    The caller is what vouches that nothing else (a reader, a setting) changes
     the SQL; ``rows`` returns what the query set would."""
 
     def __init__(self, build: Callable[..., QuerySet]):
