@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from benchdb.api.serializers import FreshnessSerializer, represent, validated
-from benchdb.api.views import error_responses, filter_parameters
+from benchdb.api.views import checked_filters, error_responses, filter_parameters
 from benchdb.results import answer_cache, answers, population, stats
 from benchdb.results.filters import RunFilterSet, problems
 from benchdb.results.vocab import FACETS
@@ -297,7 +297,7 @@ def _runs(params: QueryDict, pointer: str) -> list:
     validate: ``population.filter_runs``' message), as the arguments of a
     stored answer (``population.filter_items``).  Checked only: the answer's
     computation filters the runs."""
-    errors = RunFilterSet.errors_of(params)
+    errors, _cleaned = checked_filters(RunFilterSet, params)
     if errors:
         raise exceptions.ValidationError({pointer: [problems(errors)]})
     return population.filter_items(params)

@@ -8,8 +8,10 @@ use ``Run.objects`` querysets (``visible`` for lists and aggregates,
 
 from __future__ import annotations
 
+import threading
 import uuid
-from functools import partial
+from collections import OrderedDict
+from functools import cached_property, partial
 
 import orjson
 from django.conf import settings
@@ -18,6 +20,7 @@ from django.db.models import Value
 from django.db.models.functions import Cast
 from django.http import FileResponse, Http404, StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
+from django_filters.utils import translate_validation
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -60,9 +63,16 @@ from benchdb.results import (
     owning,
     population,
     reads,
+    rows,
     similar,
 )
-from benchdb.results.compiled import Compiled
+from benchdb.results.compiled import (
+    Compiled,
+    execute,
+    list_statements,
+    params_of,
+    stand_ins,
+)
 from benchdb.results.filters import HardwareFilterSet, RunFilterSet
 from benchdb.results.models import (
     ApiToken,
@@ -112,6 +122,22 @@ class StablePagination(PageNumberPagination):
     # Ids first, then the page's rows (reads.IdPaginator).
     django_paginator_class = reads.IdPaginator
 
+    def paginate_queryset(self, queryset, request, view=None):
+        # A list the view found compiled SQL for (``compiled_list``).
+        compiled = getattr(view, "_compiled_list", None)
+        if compiled is not None:
+            self.django_paginator_class = partial(
+                CompiledIdPaginator,
+                statements=compiled[0],
+                values=compiled[1],
+                read=self.compiled_read(request),
+            )
+        return super().paginate_queryset(queryset, request, view)
+
+    def compiled_read(self, request):
+        """The rows of a compiled list's page from its ``values()`` rows."""
+        return list
+
     def get_paginated_response(self, data):
         paginator = self.page.paginator
         return Response(
@@ -156,12 +182,44 @@ class StablePagination(PageNumberPagination):
         return answer
 
 
+class CompiledIdPaginator(reads.IdPaginator):
+    """``reads.IdPaginator`` sending a list's ``ListStatements`` (compiled
+    once per shape of its filters, ``compiled_run_list``) with this
+    request's ``values``: the same queries, the same pages.  ``read`` takes
+    the page's ``values()`` rows."""
+
+    def __init__(self, object_list, per_page, *, statements, values, **kwargs):
+        super().__init__(object_list, per_page, **kwargs)
+        self.statements, self.values = statements, values
+
+    @cached_property
+    def count(self) -> int:
+        return execute(self.statements.count, self.values)[0][0]
+
+    def estimated(self) -> int:
+        pks = self.statements.pks
+        return reads.estimated_rows(pks.sql, params_of(pks, self.values))
+
+    def page_rows(self, bottom: int, top: int) -> list:
+        if top <= bottom:  # an empty slice: no query, as Django's
+            return self.read([])
+        page = self.statements.page
+        found = execute(page, self.values, self.statements.page_sql(bottom, top))
+        return self.read([dict(zip(page.names, row, strict=True)) for row in found])
+
+
 class RunListPagination(StablePagination):
     """The run list's pages as ``reads.list_rows`` (``rows.run_row``s) for
-    the request's reader, read by ids first (``reads.IdPaginator``)."""
+    the request's reader, read by ids first (``reads.IdPaginator``), by
+    compiled SQL where the view found it (``compiled_run_list``)."""
+
+    def compiled_read(self, request):
+        links = s.run_links(request)
+        return lambda values: reads.list_rows_of(values, links)
 
     def paginate_queryset(self, queryset, request, view=None):
-        if getattr(view, "action", None) == "list":
+        compiled = getattr(view, "_compiled_list", None)
+        if compiled is None and getattr(view, "action", None) == "list":
             links, reader = s.run_links(request), (request.user, owner_key(request))
             self.django_paginator_class = partial(
                 reads.IdPaginator,
@@ -174,6 +232,147 @@ class RunListPagination(StablePagination):
 def readable_runs(request):
     """Runs this request may open (``reads.readable_runs``)."""
     return reads.readable_runs(request.user, owner_key(request))
+
+
+# The run list for a reader anyone could be --------------------------------
+# Building and compiling the list's three queries (count, estimate, page)
+# cost Django more than PostgreSQL takes to answer them.  Their SQL depends
+# on which filters are given, how many values each has, the booleans and
+# the ordering (the shape): compiled once per shape with stand-ins for the
+# text values, which a request puts in their places (``compiled``).  A
+# filter whose value is not a parameter of its own (a LIKE pattern, a
+# date, a number) leaves its shape to the query set, as before.
+
+
+def _filter_shape(cleaned: dict) -> tuple[tuple, dict] | None:
+    """(shape, text values by name) of a run filter form's cleaned data;
+    None where a value is neither text, a list of text nor a boolean."""
+    shape, values = [], {}
+    for name, value in cleaned.items():
+        if name == "ordering":
+            shape.append((name, tuple(value) if value else None))
+        elif value is None or isinstance(value, bool):
+            shape.append((name, value))
+        elif value == "" or value == []:
+            shape.append((name, None))
+        elif isinstance(value, str):
+            values[name] = value
+            shape.append((name, "text"))
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            for i, v in enumerate(value):
+                values[f"{name}.{i}"] = v
+            shape.append((name, ("texts", len(value))))
+        else:
+            return None
+    return tuple(shape), values
+
+
+def _cleaned_of(shape: tuple, values: dict) -> dict:
+    """The cleaned data ``_filter_shape`` read ``shape`` and ``values`` from
+    (an empty value as None: every filter skips both)."""
+    cleaned = {}
+    for name, kind in shape:
+        if kind == "text":
+            cleaned[name] = values[name]
+        elif isinstance(kind, tuple) and kind and kind[0] == "texts":
+            cleaned[name] = [values[f"{name}.{i}"] for i in range(kind[1])]
+        elif name == "ordering" and kind:
+            cleaned[name] = list(kind)
+        else:
+            cleaned[name] = kind
+    return cleaned
+
+
+def _filtered(filterset_class, base, shape: tuple, stand_in: dict):
+    """``base`` filtered as a valid form's cleaned data of ``shape`` (with
+    ``stand_in``'s values) filters it, then ordered: the filter set's
+    ``qs``."""
+    filters = filterset_class(queryset=base.none())
+    for name, value in _cleaned_of(shape, stand_in).items():
+        base = filters.filters[name].filter(base, value)
+    if not base.query.order_by:
+        base = base.order_by(*base.model._meta.ordering)
+    return base
+
+
+def _anyone_run_list(shape: tuple, values: dict, cap: int):
+    """``ListStatements`` of the run list an anonymous reader is given,
+    filtered by ``shape`` with stand-ins for ``values`` (None: not
+    compilable)."""
+    stand_in = stand_ins(values)
+    runs = reads.list_columns(reads.run_list(None))
+    runs = _filtered(RunFilterSet, runs, shape, stand_in)
+    order = runs.query.order_by
+
+    def rows_of(ids):
+        return reads.list_values(reads.list_page_rows(ids).order_by(*order))
+
+    return list_statements(runs, rows_of, stand_in, cap)
+
+
+def _hardware_list(shape: tuple, values: dict, cap: int):
+    """``ListStatements`` of the hardware list (the same for every reader),
+    its rows as ``rows.hardware_row`` reads them."""
+    stand_in = stand_ins(values)
+    hardware = _filtered(HardwareFilterSet, reads.hardware_list(), shape, stand_in)
+    hardware = hardware.values(*rows.HARDWARE_PATHS, "run_count")
+    # IdPaginator's rows without ``rows``: the list's own query, by ids.
+    return list_statements(
+        hardware, lambda ids: hardware.filter(pk__in=ids), stand_in, cap
+    )
+
+
+def compiled_list(filterset_class, params, make) -> tuple | None:
+    """(statements, values) of a list filtered by ``params`` when their
+    shape compiles (``make(shape, values, cap)``, kept per shape and cap);
+    invalid filters answer 400 as the filter backend does."""
+    errors, cleaned = checked_filters(filterset_class, params)
+    if errors:
+        raise translate_validation(errors)
+    found = _filter_shape(cleaned)
+    if found is None:
+        return None
+    shape, values = found
+    cap = reads.count_cap()
+    statements = _kept(_LIST_SQL, (make, shape, cap), lambda: make(shape, values, cap))
+    return None if statements is None else (statements, values)
+
+
+# Shape -> its statements (None: not compilable), the most recent kept.
+_LIST_SQL: OrderedDict = OrderedDict()
+# Query parameters (but the page number) -> their filter form's errors and
+# cleaned data: a pure function of them, kept rather than validated again.
+_CHECKED: OrderedDict = OrderedDict()
+_KEPT = 256
+_KEPT_LOCK = threading.Lock()  # gthread workers share them
+
+
+def _kept(kept: OrderedDict, key, make):
+    """``kept[key]``, made by ``make()`` when missing; the ``_KEPT`` most
+    recently used are kept."""
+    with _KEPT_LOCK:
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+    made = make()
+    with _KEPT_LOCK:
+        kept[key] = made
+        while len(kept) > _KEPT:
+            kept.popitem(last=False)
+    return made
+
+
+def checked_filters(filterset_class, params) -> tuple[dict, dict]:
+    """(errors, cleaned data) of ``filterset_class``'s form of ``params``
+    (``bound_form``), kept for the most recent parameters: a pure function
+    of them, whose validation was a large part of a small answer's time."""
+
+    def check():
+        form = filterset_class.bound_form(params)
+        return form.errors, (form.cleaned_data if not form.errors else {})
+
+    key = tuple((name, tuple(v)) for name, v in params.lists() if name != "page")
+    return _kept(_CHECKED, (filterset_class, key), check)
 
 
 # Submissions -----------------------------------------------------------------
@@ -607,8 +806,27 @@ class RunViewSet(
 
     def list(self, request, *args, **kwargs):
         # The page holds the rows as served (RunListPagination).
-        queryset = self.filter_queryset(self.get_queryset())
+        self._compiled_list = self.compiled_run_list()
+        if self._compiled_list is not None:
+            queryset = Run.objects.none()  # the paginator sends the statements
+        else:
+            queryset = self.filter_queryset(self.get_queryset())
         return self.get_paginated_response(self.paginate_queryset(queryset))
+
+    def compiled_run_list(self) -> tuple | None:
+        """(statements, values) of this list when a reader anyone could be
+        (not signed in, no owner key, not ``mine``) asks for it with filters
+        of a compilable shape; invalid filters answer 400 as the filter
+        backend does."""
+        request = self.request
+        params = request.query_params
+        if (
+            request.user.is_authenticated
+            or owner_key(request)
+            or params.get("mine") in ("true", "1", "yes")
+        ):
+            return None
+        return compiled_list(RunFilterSet, params, _anyone_run_list)
 
     def retrieve(self, request, *args, **kwargs):
         return Response(self._detail(self._with_tests(self.get_object())))
@@ -886,6 +1104,23 @@ class HardwareViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         return reads.hardware_list()
+
+    def list(self, request, *args, **kwargs):
+        # The page's rows read as ``rows.hardware_row`` reads them (a
+        # ``values()`` query of its paths and run count, the same joins),
+        # not as model instances then serialized one by one; by SQL compiled
+        # once per shape of the filters (``compiled_list``).
+        self._compiled_list = compiled_list(
+            HardwareFilterSet, request.query_params, _hardware_list
+        )
+        if self._compiled_list is not None:
+            page = self.paginate_queryset(Hardware.objects.none())
+        else:
+            queryset = self.filter_queryset(self.get_queryset())
+            page = self.paginate_queryset(
+                queryset.values(*rows.HARDWARE_PATHS, "run_count")
+            )
+        return self.get_paginated_response([rows.hardware_row(v) for v in page])
 
 
 # Saved comparisons, tokens, dump ----------------------------------------------

@@ -208,6 +208,13 @@ class SharedFormFilterSet(filters.FilterSet):
             cls._form_class = form_class
         return form_class
 
+    @classmethod
+    def bound_form(cls, data):
+        """The form a filter set given ``data`` validates (its errors, its
+        cleaned data), without a filter set or a query."""
+        form_class = cls.__dict__.get("_form_class") or cls().get_form_class()
+        return form_class(data)
+
 
 class HardwareFilterSet(SharedFormFilterSet):
     """The hardware list's filters: what ``filterset_fields`` made of these
@@ -291,14 +298,6 @@ class RunFilterSet(FacetFilters, SharedFormFilterSet):
             meta = getattr(request, "META", {}) if request is not None else {}
             owner_key = meta.get("HTTP_X_OWNER_KEY", "").strip()
         self.reader = (user, owner_key)
-
-    @classmethod
-    def errors_of(cls, data) -> dict:
-        """What ``is_valid`` finds wrong with ``data`` ({}: nothing): the
-        same form, for a caller that only checks the filters (a stored
-        answer over them), without a filter set or a query."""
-        form_class = cls.__dict__.get("_form_class") or cls().get_form_class()
-        return form_class(data).errors
 
     def qs_without(self, name: str, queryset: QuerySet) -> QuerySet:
         """``queryset`` filtered by every filter of this set but ``name``'s,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -172,12 +172,23 @@ def list_rows(
     query of what a row shows (``rows.RUN_PATHS``), no model instances, the
     baseline's visibility answered in it by the rule of ``readable_q``
     (``Run.is_visible_to``'s, for rows not loaded)."""
+    return list_rows_of(list_values(qs, user, owner_key), links)
+
+
+def list_values(qs: QuerySet, user=None, owner_key: str = "") -> QuerySet:
+    """The ``values()`` query of ``list_rows``: what a row shows
+    (``rows.RUN_PATHS``), the baseline's id and whether the reader may open
+    it."""
     shown = Exists(
         Run.objects.filter(readable_q(user, owner_key), pk=OuterRef("baseline_id"))
     )
-    values = qs.annotate(baseline_shown=shown).values(
+    return qs.annotate(baseline_shown=shown).values(
         *rows.RUN_PATHS, "baseline_id", "baseline_shown"
     )
+
+
+def list_rows_of(values: Iterable[Mapping], links: rows.Links) -> list[rows.RunRow]:
+    """``list_values``' rows as ``rows.run_row``s."""
     return [
         rows.run_row(v, links, v["baseline_id"] if v["baseline_shown"] else None)
         for v in values
@@ -209,6 +220,11 @@ def estimated_count(qs: QuerySet) -> int:
     ``EXPLAIN``: no row is read).  It can be far off with several filters:
     shown as "about", never as a count."""
     sql, params = qs.order_by().values("pk").query.sql_with_params()
+    return estimated_rows(sql, params)
+
+
+def estimated_rows(sql: str, params) -> int:
+    """PostgreSQL's estimate of the rows of a query (``estimated_count``)."""
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
         plan = cursor.fetchone()[0]
@@ -279,7 +295,11 @@ class IdPaginator(Paginator):
         """The count when exact, else PostgreSQL's estimate (one EXPLAIN)."""
         if not self.capped:
             return self.count
-        return max(estimated_count(self.object_list), self.count)
+        return max(self.estimated(), self.count)
+
+    def estimated(self) -> int:
+        """PostgreSQL's estimate of the list's rows (``estimated_count``)."""
+        return estimated_count(self.object_list)
 
     def validate_number(self, number):
         if not self.capped:
@@ -307,16 +327,18 @@ class IdPaginator(Paginator):
         bottom = (number - 1) * self.per_page
         top = bottom + self.per_page
         if self.capped:
-            ids = self.object_list.values("pk")[bottom : top + 1]
-            rows = self.read(self.rows_of(ids))
+            rows = self.page_rows(bottom, top + 1)
             if not rows and number > 1:
                 raise EmptyPage(self.error_messages["no_results"])
             more = len(rows) > self.per_page
             return CappedPage(rows[: self.per_page], number, self, more=more)
         if top + self.orphans >= self.count:
             top = self.count
-        ids = self.object_list.values("pk")[bottom:top]
-        return self._get_page(self.read(self.rows_of(ids)), number, self)
+        return self._get_page(self.page_rows(bottom, top), number, self)
+
+    def page_rows(self, bottom: int, top: int) -> list:
+        """The rows ``bottom`` to ``top`` (excluded) of the list, as read."""
+        return self.read(self.rows_of(self.object_list.values("pk")[bottom:top]))
 
     def rows_of(self, ids: QuerySet) -> QuerySet:
         if self.rows is None:

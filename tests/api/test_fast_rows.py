@@ -798,8 +798,9 @@ def test_datetimes_are_written_as_drfs(value):
 )
 def test_population_answers_refuse_bad_filters_as_filter_runs_does(api, bad):
     """The population views check run filters without filtering
-    (``RunFilterSet.errors_of``): the 400 says what ``population.filter_runs``
-    says of them, under the parameter that held them."""
+    (``views.checked_filters``, the filter set's form): the 400 says what
+    ``population.filter_runs`` says of them, under the parameter that held
+    them."""
     from django.http import QueryDict
 
     from benchdb.results import population
@@ -910,3 +911,58 @@ def test_the_hardware_filter_set_is_what_filterset_fields_made(api, shapes):
     listed = api.get("/api/v1/hardware/?disk_type=nvme-ssd")
     assert listed.status_code == 200 and listed.json()["results"]
     assert {h["disk_type"] for h in listed.json()["results"]} == {"nvme-ssd"}
+
+
+def test_the_compiled_run_list_is_the_query_sets_answer(api, alice, shapes, settings):
+    """An anonymous reader's run list is sent as SQL compiled once per shape
+    of its filters (``views.compiled_run_list``): byte for byte the answer
+    and the number of queries of the filter set's query sets, for every
+    shape, page, cap and error; shapes with a LIKE, a date or a number are
+    left to the query sets."""
+    from benchdb.api import views
+
+    host, owned = shapes["host"], shapes["owned"]
+    urls = [
+        "/api/v1/runs/",
+        "/api/v1/runs/?cache_mode=none&disk_type=nvme-ssd",
+        "/api/v1/runs/?cache_mode=writeback&cache_mode=none&cache_mode=none",
+        "/api/v1/runs/?platform=proxmox&platform=kvm&suspect=false",
+        "/api/v1/runs/?has_baseline=true&iothread=true",
+        "/api/v1/runs/?has_baseline=false&ordering=-title",
+        f"/api/v1/runs/?test_id={READ}&role=guest&ordering=disk_type",
+        f"/api/v1/runs/?pair_id={host.pair_id}&suite_version={host.suite_version}",
+        "/api/v1/runs/?page_size=2&page=2",
+        "/api/v1/runs/?page_size=2&page=last",
+        "/api/v1/runs/?page_size=2&page=99",
+        "/api/v1/runs/?page_size=1&page=1&disk_type=hdd",
+        "/api/v1/runs/?suspect=true&mine=false",
+        "/api/v1/runs/?q=Owned",
+        "/api/v1/runs/?kernel=a&guest_os=b",
+        "/api/v1/runs/?created_after=2020-01-01T00:00:00Z",
+        f"/api/v1/runs/?hardware={owned.hardware_id}",
+        "/api/v1/runs/?cache_mode=bogus",
+        "/api/v1/runs/?ordering=nope",
+        "/api/v1/runs/?page=0",
+    ]
+
+    def answer(url: str) -> tuple:
+        with CaptureQueriesContext(connection) as queries:
+            response = api.get(url)
+        return response.status_code, response.content, len(queries)
+
+    views._LIST_SQL.clear()
+    for cap in (1000, 2):
+        settings.BENCHDB_COUNT_CAP = cap
+        for url in urls:
+            fast = answer(url)
+            with mock.patch.object(views.RunViewSet, "compiled_run_list") as off:
+                off.return_value = None
+                slow = answer(url)
+            assert fast == slow, url
+    kept = [v for v in views._LIST_SQL.values() if v is not None]
+    assert len(kept) >= 10  # every text, list and boolean shape, at each cap
+    assert any(v is None for v in views._LIST_SQL.values())  # q, kernel: LIKE
+    # A signed-in reader or an owner key never takes the compiled path.
+    request = mock.Mock(query_params={}, user=alice)
+    view = views.RunViewSet(request=request)
+    assert view.compiled_run_list() is None
