@@ -15,7 +15,7 @@ from functools import cached_property, partial
 
 import orjson
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Value
 from django.db.models.functions import Cast
 from django.http import FileResponse, Http404, StreamingHttpResponse
@@ -78,6 +78,7 @@ from benchdb.results.models import (
     ApiToken,
     Comparison,
     Hardware,
+    JSONTextField,
     Run,
     Submission,
     hash_secret,
@@ -378,27 +379,27 @@ def checked_filters(filterset_class, params) -> tuple[dict, dict]:
 # Submissions -----------------------------------------------------------------
 
 
-def _cast_jsonb(text: str) -> Cast:
-    return Cast(Value(text), output_field=models.JSONField())
+def _json_text(text: str) -> Cast:
+    """JSON text for a ``JSONTextField`` column, kept by PostgreSQL as it is."""
+    return Cast(Value(text), output_field=JSONTextField())
 
 
 def _as_sent(request, doc: dict):
     """The bundle for ``Submission.bundle``: the body's JSON text as sent
-    (``parsers.BODY_TEXT``), read into jsonb by PostgreSQL, instead of
-    ``doc`` encoded again (2-3 ms of a standard bundle's upload).  The same
-    value as ``doc`` (the parser refuses duplicate keys, NaN and Infinity),
-    but for a whole number a sender wrote with an exponent ("1E2"), read
-    back as an integer, as json.dumps's "1e+16" already was."""
+    (``parsers.BODY_TEXT``), kept as it is, instead of ``doc`` encoded
+    again (2-3 ms of a standard bundle's upload).  The same value as ``doc``
+    (the parser refuses duplicate keys, NaN and Infinity): the worker reads
+    back what this request checked."""
     text = getattr(request, BODY_TEXT, None)
-    return doc if text is None else _cast_jsonb(text)
+    return doc if text is None else _json_text(text)
 
 
-def _jsonb(value):
-    """``value`` for a JSON column, encoded by orjson (the same jsonb as
-    json.dumps gives; json's encoder where orjson has no answer, e.g. an
-    integer past 64 bits)."""
+def _encoded(value):
+    """``value`` for a ``JSONTextField`` column, encoded by orjson (the same
+    value as json.dumps gives; json's encoder where orjson has no answer,
+    e.g. an integer past 64 bits)."""
     try:
-        return _cast_jsonb(orjson.dumps(value).decode())
+        return _json_text(orjson.dumps(value).decode())
     except TypeError:
         return value
 
@@ -503,7 +504,7 @@ class SubmissionViewSet(
             "bundle": _as_sent(request, doc),
             # The raw outputs as the check just parsed them: the worker
             # stores these records (ingest.parsed_of).
-            "parsed": _jsonb(ingest.parsed_of(checked)),
+            "parsed": _encoded(ingest.parsed_of(checked)),
             "submitted_by": user,
             "owner_key_hash": hash_secret(key) if key else "",
             "visibility": visibility,

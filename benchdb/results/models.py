@@ -17,9 +17,11 @@ import orjson
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models, transaction
+from django.db.backends.postgresql.operations import get_json_dumps
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
+from psycopg.types.json import Json
 
 from benchdb.results import refresh
 from benchdb.results.vocab import (
@@ -96,6 +98,30 @@ class JSONField(models.JSONField):
     def deconstruct(self):
         name, _path, args, kwargs = super().deconstruct()
         return name, "django.db.models.JSONField", args, kwargs
+
+
+class JSONTextField(JSONField):
+    """A JSON document kept as the text it was written in: PostgreSQL's
+    ``json``, not ``jsonb``.  For a document written once and read back
+    whole, never searched in SQL (an uploaded bundle): ``jsonb`` parses it
+    into its binary form on the way in and prints it again on the way out,
+    about twice the server's CPU of ``json``, which only checks the syntax
+    (bench/README.md, "Ingest at 50 bundles/s").  The same value is read
+    back: the text as it came (key order, spacing and a number's spelling
+    kept), read by ``read_json``.  Migrations see Django's JSONField (they
+    import no live code); the column's type is set by SQL (migration 0029)."""
+
+    def db_type(self, connection) -> str:
+        return "json"
+
+    def select_format(self, compiler, sql, params):
+        # As text, for read_json (psycopg would decode json with json.loads).
+        return f"({sql})::text", params
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if not prepared:
+            value = self.get_prep_value(value)
+        return Json(value, dumps=get_json_dumps(self.encoder))
 
 
 def hash_secret(secret: str) -> str:
@@ -779,11 +805,12 @@ class Submission(models.Model):
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.QUEUED
     )
-    bundle = models.JSONField()
+    # The body as it was sent (``JSONTextField``: stored and read back whole).
+    bundle = JSONTextField()
     # What the API's check parsed from the bundle's raw outputs
     # (``ingest.parsed_of``): the worker stores those records instead of
     # parsing the same outputs again.  NULL: the worker parses them.
-    parsed = models.JSONField(null=True, blank=True)
+    parsed = JSONTextField(null=True, blank=True)
     errors = models.JSONField(default=list, blank=True)
     run = models.OneToOneField(
         Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="submission"

@@ -21,6 +21,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from django.db import connection
 
 from benchdb.api import views as api_views
 from benchdb.api.validation import check_upload
@@ -231,10 +232,10 @@ def _checked_without_gc(doc, **kwargs):
 
 
 def test_the_upload_stores_the_bundle_as_sent(fio, alice):
-    """``Submission.bundle`` is the body's JSON text as sent (read into jsonb
-    by PostgreSQL, not encoded again by the view): the same value as the
-    decoded document, whatever the body's spacing and key order; the worker
-    is given the same values."""
+    """``Submission.bundle`` is the body's JSON text as sent (kept as
+    ``json`` by PostgreSQL, not encoded again by the view, not parsed into
+    jsonb): the same value as the decoded document, whatever the body's
+    spacing and key order; the worker is given the same values."""
     bundle = make_bundle(fio, tests=TESTS)
     bundle["title"] = 'é \u2603 \\ " /'
     body = json.dumps(dict(reversed(bundle.items())), indent=3, ensure_ascii=True)
@@ -245,6 +246,13 @@ def test_the_upload_stores_the_bundle_as_sent(fio, alice):
     sub = Submission.objects.get(bundle_id=bundle["bundle_id"])
     assert sub.bundle == json.loads(body) == bundle
     assert sub.parsed == json.loads(json.dumps(parsed_of(contract.check(bundle))))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_typeof(bundle)::text, bundle::text FROM results_submission "
+            "WHERE id = %s",
+            [sub.pk],
+        )
+        assert cursor.fetchone() == ("json", body)
     seen = {}
     store = tasks.store_bundle
 
