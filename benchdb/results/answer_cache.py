@@ -368,12 +368,32 @@ def computing() -> bool:
 
 def posteriors(keys: list[str]) -> dict[str, tuple[float, float, float]]:
     """The Bayesian signed-rank posteriors kept under those keys (a hash of
-    their inputs, ``across.bayes_signed_ranks``; ``results_posterior``)."""
+    their inputs, ``across.bayes_signed_ranks``; ``results_posterior``).
+
+    Those read are marked used (at most every ``REQUESTED_EVERY``): the
+    refresh drops a posterior unused for ``KEEP_UNREQUESTED``, not one that
+    every refresh reads (a pair an upload leaves alone), which would be
+    drawn again."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT key, probs FROM results_posterior WHERE key = ANY(%s)", [keys]
+            "SELECT key, probs, used < now() - %s FROM results_posterior "
+            "WHERE key = ANY(%s)",
+            [REQUESTED_EVERY, keys],
         )
-        return {key: tuple(probs) for key, probs in cursor.fetchall()}
+        rows = cursor.fetchall()
+    old = [key for key, _probs, unused in rows if unused]
+    if old:
+        # Best effort, as ``keep_posteriors``: a row another process wrote
+        # since this snapshot began is a serialization failure; it stays.
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE results_posterior SET used = now() WHERE key = ANY(%s)",
+                    [old],
+                )
+        except OperationalError:
+            pass
+    return {key: tuple(probs) for key, probs, _unused in rows}
 
 
 def keep_posteriors(found: dict[str, tuple[float, float, float]]) -> None:

@@ -189,14 +189,14 @@ setups_with_data = declare(
 cache_mode_answers = declare(
     "cache_mode_answers",
     "benchdb.results.reports:cache_mode_answers",
-    version=11,
+    version=12,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup",
 )
 cache_mode_ranking = declare(
     "cache_mode_ranking",
     "benchdb.results.reports:cache_mode_ranking",
-    version=9,
+    version=10,
     defaults=lambda: [({}, w) for w in _first_workload("cache")],
     reached="benchdb.results.changes:setup_workload",
 )
@@ -231,13 +231,13 @@ distribution = declare(
 compare_sets = declare(
     "compare_sets",
     "benchdb.results.population:compare_sets_over",
-    version=10,
+    version=11,
     reached="benchdb.results.changes:two_filters_test",
 )
 rank_settings = declare(
     "rank_settings",
     "benchdb.results.population:rank_settings_over",
-    version=9,
+    version=10,
     reached="benchdb.results.changes:filters_facet_test",
 )
 

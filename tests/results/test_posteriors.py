@@ -129,3 +129,29 @@ def test_posteriors_drawn_together_are_each_drawn_alone():
     # The two of nine systems on one set of draws, eleven on its own, four
     # (too few systems for a posterior) on none; nothing drawn again inside.
     assert sorted(sets) == [1, 2]
+
+
+@pytest.mark.django_db
+def test_a_kept_posterior_read_is_marked_used():
+    """Read by a computation, a kept posterior is not dropped as unused by
+    the refresh (``results_posterior.used``) and drawn again."""
+    from django.db import connection
+
+    d = np.random.default_rng(7).normal(0.0, 0.1, 9)
+    token = answer_cache._computing.set(True)
+    try:
+        first = across.bayes_signed_rank(d, 0.05, samples=2000)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE results_posterior SET used = now() - interval '8 days'"
+            )
+        with mock.patch.object(across, "_posteriors", side_effect=AssertionError):
+            assert across.bayes_signed_rank(d, 0.05, samples=2000) == first
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*), count(*) FILTER (WHERE used < now() - "
+                "interval '1 day') FROM results_posterior"
+            )
+            assert cursor.fetchone() == (1, 0)
+    finally:
+        answer_cache._computing.reset(token)
