@@ -101,6 +101,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # After Django's csrf processor: a kept page's token is a
+                # placeholder (benchdb/web/kept.py).
+                "benchdb.web.kept.csrf_placeholder",
             ],
         },
     },
@@ -225,6 +228,14 @@ if BENCHDB_COMPARISON_MEMO < 0:
     raise ValueError(
         f"BENCHDB_COMPARISON_MEMO={BENCHDB_COMPARISON_MEMO}: expected a number "
         "of run figures, 0 (keep none) or more"
+    )
+# Pages each web process keeps as written for anonymous visitors (home,
+# browse, the reports), in bytes of HTML (a page is 20 to 300 KB; 0 keeps
+# none): benchdb/web/kept.py.
+BENCHDB_PAGE_MEMO = envint("BENCHDB_PAGE_MEMO", 8 * 1024 * 1024)
+if BENCHDB_PAGE_MEMO < 0:
+    raise ValueError(
+        f"BENCHDB_PAGE_MEMO={BENCHDB_PAGE_MEMO}: expected bytes, 0 (keep none) or more"
     )
 # Lists count their runs up to this many, then say "more than" it with
 # PostgreSQL's estimate (the API's count_capped and count_estimate, the

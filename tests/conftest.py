@@ -173,3 +173,14 @@ def _data_version_per_statement(request):
             # (stale, as designed) over this test's data.
             cursor.execute("DELETE FROM results_answersummary")
     yield
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_pages():
+    """Each test starts with no page kept (benchdb/web/kept.py): a kept
+    page's stamp holds clock times, but two tests on an empty database
+    would share it."""
+    from benchdb.web import kept
+
+    kept.clear()
+    yield

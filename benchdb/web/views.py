@@ -44,7 +44,7 @@ from benchdb.results.models import (
     Run,
 )
 from benchdb.results.vocab import Source
-from benchdb.web import answers, owner, present
+from benchdb.web import answers, kept, owner, present
 from benchdb.web.forms import SignupForm
 from benchdb.web.imports import ImportForm
 from benchdb.web.templatetags import partials
@@ -55,6 +55,7 @@ MAX_COMPARE = reads.MAX_COMPARE_RUNS
 CACHE_ORDER = reads.CACHE_ORDER
 
 
+@kept.page
 def home(request):
     context = reads.home_summary()
     context["latest"] = list(context["latest"])
@@ -63,6 +64,7 @@ def home(request):
     return render(request, "web/home.html", context)
 
 
+@kept.page
 def run_list(request):
     params = request.GET.copy()
     ordering = params.get("ordering", "")
@@ -367,6 +369,7 @@ def _bad_request_text(message: str) -> HttpResponse:
     return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
 
 
+@kept.page
 def compare(request):
     ids, ref_id, error = _parse_compare_request(request)
     if error:
@@ -546,6 +549,7 @@ def _left_out_links(setup: dict, mode: str, counts: dict) -> list[dict]:
     return out
 
 
+@kept.page
 def cache_mode_report(request):
     context = reads.cache_mode_report(request.GET.get("group"), request.GET.get("page"))
     # The sets of runs the page offers, apart from the shown set's comparison
@@ -613,6 +617,7 @@ def _extremes(data: dict, labels: dict) -> list[dict]:
     return out
 
 
+@kept.page
 def overhead_report(request):
     context = reads.overhead_report(request.GET.get("page"))
     context["rows"] = present.overhead_rows(context["rows"])

@@ -24,6 +24,15 @@ from benchdb.web import present, views
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _pages_written(settings):
+    """These tests read what the page writes (its context, its queries, a
+    patched limit): no page kept as written (benchdb/web/kept.py,
+    tests/web/test_kept_pages.py)."""
+    settings.BENCHDB_PAGE_MEMO = 0
+
+
 BUNDLES = Path(__file__).resolve().parents[1] / "samples" / "bundles"
 ROW = re.compile(r"<tr data-test=.*?</tr>", re.S)
 
