@@ -272,7 +272,9 @@ def capture(url: str, memo: bool = True) -> Captured:
     """The queries one GET of ``url`` sends, in this process (Django's test
     client, with ``connection.execute_wrapper``) after one GET before it,
     as in a warm server's process; ``memo=False``: with no comparison kept
-    (``BENCHDB_COMPARISON_MEMO=0``), the queries of a comparison computed."""
+    (``BENCHDB_COMPARISON_MEMO=0``) and no page kept as written
+    (``BENCHDB_PAGE_MEMO=0``, benchdb/web/kept.py), the queries of a
+    comparison computed and its page written, as a new random set's are."""
     from django.db import connection
     from django.test import Client, override_settings
 
@@ -291,7 +293,7 @@ def capture(url: str, memo: bool = True) -> Captured:
             statements.append((sql, params))
         return execute(sql, params, many, context)
 
-    overrides = {} if memo else {"BENCHDB_COMPARISON_MEMO": 0}
+    overrides = {} if memo else {"BENCHDB_COMPARISON_MEMO": 0, "BENCHDB_PAGE_MEMO": 0}
     with override_settings(**overrides):
         get()
         statements.clear()
