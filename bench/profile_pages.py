@@ -23,7 +23,6 @@ import argparse
 import cProfile
 import gc
 import os
-import pstats
 import random
 import statistics
 import sys
@@ -141,10 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{min(cpu[name]) * 1000:8.2f} "
             f"{statistics.median(db[name]) * 1000:8.2f} {count[name]:7d}"
         )
-    if profile is not None:
-        stats = pstats.Stats(profile, stream=sys.stdout)
-        stats.strip_dirs().sort_stats("cumulative").print_stats(args.top)
-        stats.sort_stats("tottime").print_stats(args.top)
+    # The ingest profile's print (cumulative, then own time).
+    from bench.profile_ingest import _report
+
+    _report(profile, args.top)
     return 0
 
 
