@@ -164,7 +164,9 @@ def _data_version_per_statement(request):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SET CONSTRAINTS results_run_data_version, "
-                "results_result_data_version IMMEDIATE"
+                "results_result_data_version, results_hardware_data_version, "
+                "results_cpumodel_data_version, results_diskmodel_data_version "
+                "IMMEDIATE"
             )
             # The session's real worker commits the answers its refreshes
             # store (after the ingests of earlier tests), outside any test's

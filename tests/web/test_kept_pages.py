@@ -13,7 +13,8 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.test import Client, override_settings
 
-from benchdb.results.models import Run
+from benchdb.results.models import Hardware, Run
+from benchdb.results.vocab import DiskType
 from benchdb.web import kept
 
 pytestmark = pytest.mark.django_db
@@ -53,6 +54,29 @@ def test_a_run_written_is_on_the_next_page_at_once(client, reference):
     Run.objects.filter(pk=run.pk).update(title="A title written just now")
     assert "A title written just now" in client.get("/").content.decode()
     assert "A title written just now" in client.get("/runs/").content.decode()
+
+
+def test_hardware_edited_outside_ingest_is_on_the_next_page_at_once(client, reference):
+    # The admin (or psql) edits a hardware row: migration 0030's trigger
+    # bumps the data version as a run's edit does, so the kept browse page is
+    # written again with the new disk type, and the stored answers are no
+    # longer served as current.
+    run = next(r for r in reference if r.hardware_id)
+    hardware = Hardware.objects.get(pk=run.hardware_id)
+    now = hardware.disk_type
+    other = next(c for c, _ in DiskType.choices if c != now)
+    label = DiskType(other).label
+    client.get("/runs/")
+    first = client.get("/runs/").content.decode()
+    before = kept.stamp()
+    Hardware.objects.filter(pk=hardware.pk).update(disk_type=other)
+    assert kept.stamp() != before
+    page = client.get("/runs/").content.decode()
+    assert page != first
+    row = re.search(
+        rf"<tr[^>]*>(?:(?!</tr>).)*?/runs/{run.pk}/(?:(?!</tr>).)*</tr>", page, re.S
+    )
+    assert row and label in row.group(0)
 
 
 def test_a_stored_answer_written_again_is_a_new_stamp(client, reference):
