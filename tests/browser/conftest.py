@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -67,37 +66,9 @@ def _close_connections_of_this_block() -> None:
 
 
 @pytest.fixture
-def browser(django_db_blocker):
+def browser():
     with chromium() as b:
         yield b
-    with django_db_blocker.unblock():
-        _wait_for_a_quiet_database()
-
-
-def _wait_for_a_quiet_database(timeout: float = 30.0) -> None:
-    """Before the test's flush (its fixtures are torn down first): wait
-    until no other session of the test database is inside a query or a
-    transaction.  The browser is closed, but the live server's thread may
-    still be answering its last request (computing a stored answer) and the
-    real worker may be refreshing; a TRUNCATE beside them deadlocked once
-    (the server's transaction held one table and waited for another the
-    TRUNCATE held).  Best effort: after ``timeout`` the flush goes ahead."""
-    from django.db import connection
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute(BUSY_SESSIONS)
-            (busy,) = cursor.fetchone()
-        if not busy:
-            return
-        time.sleep(0.1)
-
-
-BUSY_SESSIONS = (
-    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-    "AND pid <> pg_backend_pid() AND state <> 'idle'"
-)
 
 
 @pytest.fixture
