@@ -4,6 +4,7 @@ holding messages gives them back; an ack ends the wait for the next message,
 so a worker holding its prefetch does not sleep a polling interval before it
 may take another."""
 
+import builtins
 import json
 import multiprocessing
 import os
@@ -310,16 +311,82 @@ def half_written_files_seen(root, transport, messages: int = 200) -> int:
     return bad
 
 
-def test_a_reader_never_sees_half_a_message(tmp_path):
-    # kombu's own transport creates the file, then writes it: the reader
-    # sees empty and cut files (173 of 2,101 reads in one run here), the
-    # JSONDecodeError that killed the embedded worker (kombu issue 1551).
-    seen = [
-        half_written_files_seen(tmp_path / f"kombu{i}", filesystem.Transport)
-        for i in range(3)
-    ]
-    assert max(seen) > 0, "kombu's transport no longer shows the race"
-    assert half_written_files_seen(tmp_path / "benchdb", broker.Transport) == 0
+def half_written_files_at_each_write(root, transport, monkeypatch) -> int:
+    """Publish a few messages and, at the moment every file is written (the
+    worst moment a consumer could look), read every message file in the
+    queue folder: how many of those reads were not a whole message. Unlike
+    the racing reader above, this does not depend on the machine's timing."""
+    queue = a_queue()
+    folder = root / "queue"
+    real_open = builtins.open
+    bad = 0
+
+    def read_every_message():
+        nonlocal bad
+        for name in os.listdir(folder):
+            if name.endswith(".msg"):
+                with real_open(folder / name, "rb") as handle:
+                    try:
+                        json.loads(handle.read())
+                    except ValueError:
+                        bad += 1
+
+    class Watched:
+        def __init__(self, handle):
+            self._handle = handle
+
+        def write(self, data):
+            read_every_message()
+            return self._handle.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self._handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self._handle.__exit__(*exc)
+
+    def watched_open(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        return Watched(handle) if "w" in mode else handle
+
+    with connection(root, 0.01, transport) as conn:
+        publish = Producer(conn.channel()).publish
+        with monkeypatch.context() as patch:
+            patch.setattr(builtins, "open", watched_open)
+            for _ in range(3):
+                publish(
+                    {"body": BODY},
+                    exchange=queue.exchange,
+                    routing_key=queue.name,
+                    declare=[queue],
+                )
+    assert any(name.endswith(".msg") for name in os.listdir(folder))
+    return bad
+
+
+def test_a_reader_never_sees_half_a_message(tmp_path, monkeypatch):
+    # kombu's own transport creates the file, then writes it: a reader at
+    # that moment sees an empty file, the JSONDecodeError that killed the
+    # embedded worker (kombu issue 1551). The control is read at the moment
+    # of each write, not raced: a racing reader missed the window in a CI
+    # run on a quiet machine.
+    assert (
+        half_written_files_at_each_write(
+            tmp_path / "kombu", filesystem.Transport, monkeypatch
+        )
+        > 0
+    ), "kombu's transport no longer shows the race"
+    assert (
+        half_written_files_at_each_write(
+            tmp_path / "benchdb", broker.Transport, monkeypatch
+        )
+        == 0
+    )
+    # And a real reader racing real writes: ours never shows half a message.
+    assert half_written_files_seen(tmp_path / "racing", broker.Transport) == 0
 
 
 def test_no_hostname_warning_for_a_folder(tmp_path, caplog):
