@@ -142,3 +142,115 @@ def test_none_kept_with_no_budget(
     with pytest.raises(pytest.fail.Exception):
         with django_assert_num_queries(1):
             client.get("/")
+
+
+def _shared() -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT address, stamp, octet_length(content) FROM web_keptpage")
+        return {address: (stamp, size) for address, stamp, size in cursor.fetchall()}
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_a_page_one_process_wrote_is_read_by_another(
+    client, reference, url, django_assert_num_queries
+):
+    client.get(url)  # stores the answers it computed: a new stamp
+    written = client.get(url)
+    shared = _shared()
+    (address,) = [a for a in shared if a.endswith("\n" + url)]
+    assert shared[address][0] == kept.stamp()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT content FROM web_keptpage WHERE address = %s", [address])
+        (content,) = cursor.fetchone()
+    # The page as written, with the placeholder where each visitor's token goes.
+    page = written.content.decode()
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    if found:
+        page = page.replace(found.group(1), kept.PLACEHOLDER)
+    assert bytes(content).decode() == page
+    # Another process: none of its own, the shared one read, not written.
+    kept._PAGES.clear()
+    with django_assert_num_queries(2):
+        again = client.get(url)
+    assert _untokened(again) == _untokened(written)
+    assert again.headers["Content-Type"] == written.headers["Content-Type"]
+    # And kept in that process from then on.
+    with django_assert_num_queries(1):
+        client.get(url)
+
+
+def test_a_new_stamp_drops_the_shared_pages_of_the_old(client, reference):
+    # The first visits store the answers they computed (a new stamp each).
+    for url in ("/", "/runs/", "/", "/runs/"):
+        client.get(url)
+    old = kept.stamp()
+    assert {stamp for stamp, _ in _shared().values()} == {old}
+    assert len(_shared()) == 2
+    run = reference[-1]
+    Run.objects.filter(pk=run.pk).update(title="A newer title")
+    assert "A newer title" in client.get("/").content.decode()
+    shared = _shared()
+    assert {stamp for stamp, _ in shared.values()} == {kept.stamp()} != {old}
+    assert len(shared) == 1
+
+
+def test_the_shared_pages_keep_within_the_budget(client, reference, settings):
+    client.get("/")
+    home = len(client.get("/").content)
+    # Room for about one home page: the second address is not shared (each
+    # process still keeps its own within the same budget).
+    settings.BENCHDB_PAGE_MEMO = home + 2000
+    client.get("/")
+    client.get("/?page=1")
+    shared = _shared()
+    assert sum(size for _, size in shared.values()) <= settings.BENCHDB_PAGE_MEMO
+    assert len(shared) == 1
+
+
+def test_an_address_with_a_nul_byte_is_written_not_shared(client, reference):
+    client.get("/runs/")
+    response = client.get("/runs/?q=a%00b", QUERY_STRING="q=a\x00b")
+    assert response.status_code in (200, 400)
+    assert not any("\x00" in a for a in _shared())
+
+
+def test_a_refused_store_still_gives_the_page(client, reference, caplog):
+    client.get("/")
+    before = _shared()
+    # PostgreSQL refuses the store (rolled back with the test).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION pg_temp.refuse() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON web_keptpage "
+            "FOR EACH ROW EXECUTE FUNCTION pg_temp.refuse()"
+        )
+    kept.clear()
+    with caplog.at_level("WARNING", logger="benchdb.web.kept"):
+        page = client.get("/")
+    assert page.status_code == 200 and "benchdb" in page.content.decode().lower()
+    assert "could not be shared" in caplog.text
+    assert _shared() == before
+    # The request's transaction went on: the next page is kept as before.
+    assert client.get("/").status_code == 200
+
+
+def test_a_page_kept_by_other_code_is_written_again(
+    client, reference, monkeypatch, django_assert_num_queries
+):
+    # An upgrade (new templates or code) or other settings: a new
+    # fingerprint, so the page the old code shared is not given.
+    for _ in range(2):
+        client.get("/")
+    kept._PAGES.clear()
+    with django_assert_num_queries(2):  # the shared page: stamp, read
+        client.get("/")
+    monkeypatch.setattr(kept, "_files", lambda: "the next release")
+    monkeypatch.setattr(kept, "_GENERATION", None)
+    kept._PAGES.clear()
+    with pytest.raises(pytest.fail.Exception):
+        with django_assert_num_queries(2):
+            client.get("/")
+    assert len({a.split("\n")[0] for a in _shared()}) == 2
