@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import statistics
@@ -221,6 +222,8 @@ def sql_timer(dsn: str):
 # out: replaying them would change the bench database, and they are not
 # the answer's cost.
 READ = ("select", "with", "(select")
+# A WITH that writes (the kept pages' share, ``web/kept.py``) is a write.
+WRITES = re.compile(r"\b(insert\s+into|delete\s+from|update\s+\w+\s+set)\b", re.I)
 
 
 @dataclass
@@ -235,7 +238,11 @@ class Captured:
 
     @property
     def reads(self) -> list:
-        return [s for s in self.statements if s[0].lstrip().lower().startswith(READ)]
+        return [
+            s
+            for s in self.statements
+            if s[0].lstrip().lower().startswith(READ) and not WRITES.search(s[0])
+        ]
 
     def stored_rows(self) -> list[tuple[str, list]]:
         """The read of every stored answer the request found (``answer_cache
