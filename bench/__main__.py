@@ -340,7 +340,7 @@ def _measure_random(args, server, run_sql, ep, ctx: dict, label: str) -> dict:
 
     def hand() -> float:
         ids = endpoints.random_set(ep, guests, rng)
-        return run_sql(endpoints._compare_sql(ids))
+        return run_sql((ep.random_sql or endpoints._compare_sql)(ids))
 
     http_s, app_s, sql_s = timing.interleaved(
         [http, app, hand], -args.rounds, args.budget

@@ -9,6 +9,7 @@ For pages that summarise (reports, browse facets) the SQL is the summary.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # The run list columns the list serializer shows (and the browse page).
@@ -83,10 +84,36 @@ class Endpoint:
     # are made per set (``url.format(runs=...)``, ``_compare_sql``); the
     # number of runs, or PAIR for a random guest with its host.
     random_runs: int = 0
+    # The hand-written SQL of one random set (a comparison's by default).
+    random_sql: Callable[[list[int]], list[tuple[str, list]]] | None = None
 
 
 # ``random_runs`` of a guest+host comparison: a random guest and its host.
 PAIR = -1
+
+
+def _run_page_sql(ids: list[int]) -> list[tuple[str, list]]:
+    """A run page's reads: the run, its results and measurements, and its
+    host's results."""
+    (run,) = ids
+    return [
+        (f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE r.id = %s", [run]),
+        (
+            'SELECT * FROM results_result WHERE run_id = %s ORDER BY "group", test_id',
+            [run],
+        ),
+        (
+            "SELECT m.* FROM results_measurement m JOIN results_result x "
+            "ON x.id = m.result_id WHERE x.run_id = %s "
+            "ORDER BY m.result_id, m.repeat",
+            [run],
+        ),
+        (
+            "SELECT x.* FROM results_result x JOIN results_run r "
+            "ON r.baseline_id = x.run_id WHERE r.id = %s",
+            [run],
+        ),
+    ]
 
 
 def _compare_sql(ids: list[int]) -> list[tuple[str, list]]:
@@ -328,29 +355,23 @@ def build(ctx: dict) -> list[Endpoint]:
             kind="page",
             notes="the same pair every round: kept",
         ),
+        # A run page asked again (a shared link): kept for anonymous
+        # visitors (benchdb/web/kept.py).
         Endpoint(
             "page run",
             f"/runs/{run}/",
-            [
-                (f"SELECT {RUN_COLS} FROM {RUN_JOIN} WHERE r.id = %s", [run]),
-                (
-                    "SELECT * FROM results_result WHERE run_id = %s "
-                    'ORDER BY "group", test_id',
-                    [run],
-                ),
-                (
-                    "SELECT m.* FROM results_measurement m JOIN results_result x "
-                    "ON x.id = m.result_id WHERE x.run_id = %s "
-                    "ORDER BY m.result_id, m.repeat",
-                    [run],
-                ),
-                (
-                    "SELECT x.* FROM results_result x JOIN results_run r "
-                    "ON r.baseline_id = x.run_id WHERE r.id = %s",
-                    [run],
-                ),
-            ],
+            _run_page_sql([run]),
             kind="page",
+            notes="the same run every round: kept",
+        ),
+        Endpoint(
+            "page run, random",
+            "/runs/{runs}/",
+            [],
+            kind="page",
+            random_runs=1,
+            random_sql=_run_page_sql,
+            notes="a new random listed guest each round: written",
         ),
         Endpoint(
             "page home",

@@ -1,11 +1,11 @@
 """Pages kept as written, shared by the web processes, while nothing they
 show can change.
 
-Home, browse and the two reports show listed runs and stored answers only:
-the same page for every anonymous visitor, written again on each request
-(their queries, rows and templates: 15 to 90 ms of CPU at 100k results for
-a few ms of SQL, bench/README.md "Kept pages").  What they show changes
-only when
+Home, browse, the two reports, comparisons and run pages show runs and
+stored answers only: the same page for every anonymous visitor, written
+again on each request (their queries, rows and templates: 15 to 90 ms of
+CPU at 100k results for a few ms of SQL, bench/README.md "Kept pages").
+What they show changes only when
 
 - a run is written (stored, moderated, edited, deleted; a result changed):
   ``results_dataversion`` is bumped at its commit, by the write functions

@@ -137,7 +137,10 @@ def _hidden(request, exc: reads.RunHidden):
     return render(request, "web/run_hidden.html", {"run": exc.run}, status=410)
 
 
+@kept.page
 def run_detail(request, pk: int):
+    # Kept for anonymous visitors (a shared link asked again): one with the
+    # run's owner key in the session, or signed in, is written its own.
     if "key" in request.GET:
         return _remember_owner_key(request, pk)
     try:

@@ -254,3 +254,35 @@ def test_a_page_kept_by_other_code_is_written_again(
         with django_assert_num_queries(2):
             client.get("/")
     assert len({a.split("\n")[0] for a in _shared()}) == 2
+
+
+def test_a_run_page_is_kept_for_anonymous_visitors_until_the_run_changes(
+    client, reference, django_assert_num_queries
+):
+    run = reference[-1]
+    url = run.get_absolute_url()
+    client.get(url)  # stores the answers it computed (its rank)
+    written = client.get(url)
+    assert written.status_code == 200
+    with django_assert_num_queries(1):
+        again = client.get(url)
+    assert _untokened(again) == _untokened(written)
+    # Hidden by a moderator: gone at once, not given from the kept page.
+    Run.objects.get(pk=run.pk).moderate("hide", "test")
+    assert client.get(url).status_code == 410
+    Run.objects.get(pk=run.pk).moderate("unhide")
+    assert client.get(url).status_code == 200
+
+
+def test_a_run_page_with_its_owner_key_is_the_owners(reference):
+    run = reference[-1]
+    key = run.set_owner_key()
+    run.save(update_fields=["owner_key_hash"])
+    visitor, owner = Client(), Client()
+    for _ in range(2):
+        visitor.get(run.get_absolute_url())
+    assert owner.get(f"{run.get_absolute_url()}?key={key}").status_code == 302
+    mine = owner.get(run.get_absolute_url()).content.decode()
+    theirs = visitor.get(run.get_absolute_url()).content.decode()
+    assert 'name="visibility"' in mine
+    assert 'name="visibility"' not in theirs
