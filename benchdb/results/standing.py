@@ -17,8 +17,7 @@ import bisect
 import math
 from collections.abc import Iterable
 
-from django.db.models import F, QuerySet
-from django.db.models.functions import Abs
+from django.db.models import QuerySet
 
 from benchdb.results.aggregates import comparable_runs
 from benchdb.results.compiled import Compiled
@@ -35,12 +34,16 @@ NEAREST = 3
 
 
 def _nearest(shape: tuple, **values) -> QuerySet:
-    """The query of ``nearest_runs`` (``NEAREST_QUERY``): the run ids of a
-    population's results by their figure's gap to ``value``, within
-    [``low``, ``high``] if the shape says so, the ``run`` itself left out.
-    ``shape``: (metric column, with a disk type, facets matched, k,
-    windowed); ``values``: ``key``, ``disk_type``, ``run``, ``value``,
-    ``low``, ``high`` and ``match_<i>`` (the facets' values)."""
+    """The query of ``nearest_runs`` (``NEAREST_QUERY``): the run ids and
+    figures of a population's ``k`` results nearest above ``value`` (or at
+    it) and its ``k`` nearest below, within [``low``, ``high``] if the shape
+    says so, the ``run`` itself left out: the ``k`` nearest are among them.
+    Each side walks the key's index outward from ``value`` and stops at its
+    ``k``-th run (a few index entries), where one sort of every figure in the
+    window by its gap read them all (hundreds at 1M results).  ``shape``:
+    (metric column, with a disk type, facets matched, k, windowed);
+    ``values``: ``key``, ``disk_type``, ``run``, ``value``, ``low``, ``high``
+    and ``match_<i>`` (the facets' values)."""
     column, with_disk_type, facets, k, windowed = shape
     match = [(facet, values[f"match_{i}"]) for i, facet in enumerate(facets)]
     qs = _similar_results(
@@ -52,11 +55,24 @@ def _nearest(shape: tuple, **values) -> QuerySet:
     ).exclude(run_id=values["run"])
     if windowed:
         qs = qs.filter(**{f"{column}__range": (values["low"], values["high"])})
-    return (
-        qs.annotate(gap=Abs(F(column) - values["value"]))
-        .order_by("gap", "run_id")
-        .values_list("run_id", flat=True)[:k]
+    above = (
+        qs.filter(**{f"{column}__gte": values["value"]})
+        .order_by(column, "run_id")
+        .values_list("run_id", column)[:k]
     )
+    below = (
+        qs.filter(**{f"{column}__lt": values["value"]})
+        .order_by(f"-{column}", "run_id")
+        .values_list("run_id", column)[:k]
+    )
+    return above.union(below, all=True)
+
+
+def _nearest_of(rows: list[tuple], value: float, k: int) -> list[int]:
+    """The ``k`` run ids of ``rows`` (run id, figure) nearest to ``value``,
+    nearest first, ties by id: the gap as PostgreSQL computes it (one IEEE
+    subtraction of two doubles, the same in Python)."""
+    return [pk for pk, _ in sorted(rows, key=lambda r: (abs(r[1] - value), r[0]))][:k]
 
 
 # Compiled once per shape: building and compiling the query set cost Django
@@ -94,10 +110,11 @@ def nearest_runs(run: Run, answer: dict, k: int = NEAREST) -> list[int]:
         # key's figures, not every result of that key sorted by its gap.
         low, high = window
         found = NEAREST_QUERY.rows((*shape, True), **values, low=low, high=high)
-        if len(found) == k:
-            return [pk for (pk,) in found]
+        if len(found) >= k:
+            return _nearest_of(found, values["value"], k)
         # Fewer: runs of the stored population were removed since.
-    return [pk for (pk,) in NEAREST_QUERY.rows((*shape, False), **values)]
+    found = NEAREST_QUERY.rows((*shape, False), **values)
+    return _nearest_of(found, values["value"], k)
 
 
 def _window(
