@@ -262,6 +262,19 @@ def _row(label, name, kind, http, app, sql, **extra) -> dict:
 WARM_PER_WORKER = 3
 
 
+def _warm(server, url: str) -> None:
+    """``WARM_PER_WORKER`` bursts of as many requests at once as the server
+    has workers (threads): a sync worker answers one at a time, so the
+    requests of a burst land on different workers, where sequential ones
+    went to whichever worker was first back at the socket, often the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = server.serving.workers * server.serving.threads
+    with ThreadPoolExecutor(workers) as pool:
+        for _ in range(WARM_PER_WORKER):
+            list(pool.map(lambda _i: server.get(url), range(workers)))
+
+
 def _measure(args, server, run_sql, ep, ctx: dict, label: str) -> dict:
     """One endpoint's row: up to ``--rounds`` rounds, each one request, the
     app's queries for it replayed, then the hand-written SQL, within
@@ -282,8 +295,7 @@ def _measure(args, server, run_sql, ep, ctx: dict, label: str) -> dict:
     # the rounds, as in a server that has served it a while (a worker is
     # cold again once per --max-requests, 1,000: under 1% of its answers).
     # Untimed; the random rows, each set asked once, have none.
-    for _ in range(WARM_PER_WORKER * server.serving.workers):
-        server.get(ep.url)
+    _warm(server, ep.url)
     captured = timing.capture(ep.url) if first < args.query_count_limit else None
     stored = captured.stored_rows() if captured else []
     # A stored answer is held against the read of its stored row; an answer
