@@ -156,9 +156,11 @@ def run_standing(run: Run, tests: Iterable[tuple[str, str, str]]) -> list[dict]:
     """Per main test of ``tests`` ((test id, metric, label)) that the run
     has: its ``similar_standing`` answer (``percentile``,
     ``better_than_percent``, ``ranked_among``, ``resolution``...) with
-    ``label`` and
-    ``nearest`` (run ids to compare with).  Tests the run lacks are left
-    out."""
+    ``label`` and ``nearest``, how many runs its nearest are
+    (``nearest_count``).  Which runs they are is found when they are asked
+    for (``nearest_of_test``, the page's link), not for every page shown: four
+    index walks a page were half of PostgreSQL's time on a run page that
+    is not kept.  Tests the run lacks are left out."""
     # The run's results as its page read them (``reads.attach_tests``):
     # each test's key and figure without a query of their own.
     results = None
@@ -184,5 +186,27 @@ def run_standing(run: Run, tests: Iterable[tuple[str, str, str]]) -> list[dict]:
             answer = similar_standing(run, test_id, metric, found=found)
         except LookupError:
             continue
-        out.append({**answer, "label": label, "nearest": nearest_runs(run, answer)})
+        out.append({**answer, "label": label, "nearest": nearest_count(answer)})
     return out
+
+
+def nearest_count(answer: dict, k: int = NEAREST) -> int:
+    """How many runs ``nearest_runs`` gives for ``answer``: ``k``, or every
+    other run of a smaller population (as stored: a run removed since is
+    still counted until the next refresh, and ``nearest_runs`` is then one
+    short)."""
+    if answer["value"] is None:
+        return 0
+    return min(k, answer["ranked_among"] or 0)
+
+
+def nearest_of_test(run: Run, test_id: str, tests: Iterable[tuple[str, str, str]]):
+    """The ids of the runs nearest to ``run`` in ``test_id``, one of
+    ``tests`` ((test id, metric, label), as ``run_standing`` takes them):
+    what the page's "compare with the nearest" link asks for.  LookupError
+    if the run has no figure of that test to rank, or the test is not one
+    of ``tests``."""
+    for known, metric, _label in tests:
+        if known == test_id:
+            return nearest_runs(run, similar_standing(run, test_id, metric))
+    raise LookupError(test_id)

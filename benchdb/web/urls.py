@@ -12,6 +12,7 @@ urlpatterns = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/export/", views.run_export, name="run-export"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/nearest/", views.run_nearest, name="run-nearest"),
     # The owner's pages (web/owner.py): the same actions as the API's.
     path("runs/mine/", owner.my_runs, name="my-runs"),
     path("runs/claim/", owner.run_claim, name="run-claim"),

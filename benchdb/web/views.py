@@ -204,6 +204,32 @@ def run_detail(request, pk: int):
     return response
 
 
+def run_nearest(request, pk: int):
+    """Where a run page's "compare with the nearest" link goes (``?test=``,
+    one of its headline tests): the runs nearest to it in that test, found
+    now (``standing.nearest_of_test``), and a redirect to their comparison
+    with the run as the reference.  Not found with the page: the page is
+    read far more often than the link is followed."""
+    key = request.session.get(SESSION_OWNER_KEYS, {}).get(str(pk), "")
+    try:
+        run = reads.detail_runs(request.user, key).get(pk=pk)
+    except Run.DoesNotExist:
+        try:
+            reads.check_gone(pk)
+        except reads.RunHidden as exc:
+            return _hidden(request, exc)
+        raise Http404("no such run") from None
+    test_id = request.GET.get("test", "")
+    try:
+        nearest = standing.nearest_of_test(run, test_id, present.HEADLINES)
+    except LookupError:
+        raise Http404("this run has no figure of that test to compare") from None
+    if not nearest:
+        raise Http404("no other comparable run of this test now")
+    runs = ",".join(str(i) for i in (run.pk, *nearest))
+    return redirect(f"{reverse('compare')}?runs={runs}&ref={run.pk}")
+
+
 def _first_metric(summary: dict) -> str | None:
     for metric in ("iops", "bw_bytes", "lat_mean_ns", "runtime_s"):
         if metric in summary:

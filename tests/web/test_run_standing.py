@@ -40,6 +40,18 @@ def dd(html: str, test_id: str) -> str:
     return m.group(0)
 
 
+def compared(client, cell: str) -> str:
+    """Where the cell's "compare with the nearest" link leads: the run page
+    links to ``/runs/N/nearest/?test=...``, which finds the nearest runs
+    when asked and redirects to their comparison (its query string)."""
+    href = re.search(r'<a class="nearest" rel="nofollow" href="([^"]+)"', cell)
+    assert href, cell
+    answer = client.get(href.group(1).replace("&amp;", "&"))
+    assert answer.status_code == 302, answer.status_code
+    assert answer["Location"].startswith("/compare/?")
+    return answer["Location"][len("/compare/") :]
+
+
 def page_and_api(client, run: Run) -> tuple[str, dict]:
     """The run page's rank of ``READ`` (its ``dd``) and the API's answer."""
     page = client.get(run.get_absolute_url()).content.decode()
@@ -63,8 +75,10 @@ def test_it_ranks_the_run_among_the_others_as_the_api_does(client):
     assert "3 other runs" in cell
     # The nearest: 2000 and 4000 (tie, by id), then 1000.
     nearest = [runs[1].pk, runs[3].pk, runs[0].pk]
-    href = f"?runs={me.pk},{','.join(map(str, nearest))}&amp;ref={me.pk}"
-    assert href in cell
+    assert compared(client, cell) == (
+        f"?runs={me.pk},{','.join(map(str, nearest))}&ref={me.pk}"
+    )
+    assert "compare with the 3 nearest" in cell
     # The command that measures another machine the same way.
     assert "benchdb-agent.pyz run" in client.get(me.get_absolute_url()).content.decode()
 
@@ -214,7 +228,9 @@ def test_a_large_population_is_ranked_to_half_a_percent_of_its_count(client):
     assert abs(shown - api["percentile"]) <= 0.5 + 100 / 1000
     assert "better than about " in cell and "0.5% resolution" in cell
     nearest = exact_nearest(me, runs)
-    assert f"?runs={me.pk},{','.join(map(str, nearest))}&amp;" in cell
+    assert compared(client, cell).startswith(
+        f"?runs={me.pk},{','.join(map(str, nearest))}&"
+    )
 
 
 def test_the_nearest_from_the_points_are_those_of_every_figure():
@@ -324,7 +340,7 @@ def test_the_page_ranks_a_run_at_the_ends(client, where):
     assert f'data-percentile="{float(expected)}"' in cell
     assert f"better than about {expected}%" in cell
     assert "499 other runs" in cell
-    assert f",{','.join(map(str, exact_nearest(me, runs)))}&amp;" in cell
+    assert f",{','.join(map(str, exact_nearest(me, runs)))}&" in compared(client, cell)
 
 
 @pytest.mark.parametrize("size", [1, 2, 3])
@@ -343,4 +359,36 @@ def test_the_page_ranks_a_run_among_few(client, size):
     assert "better than 0%" in cell and "(percentile 0" in cell
     assert f">{size - 1} other run{'s' if size > 2 else ''}</span>" in cell
     assert f"compare with the {size - 1} nearest" in cell
-    assert f"?runs={me.pk},{','.join(str(r.pk) for r in runs)}&amp;" in cell
+    assert compared(client, cell).startswith(
+        f"?runs={me.pk},{','.join(str(r.pk) for r in runs)}&"
+    )
+
+
+def test_the_nearest_are_found_when_asked_and_only_for_who_may_see_the_run(client):
+    """The page's link (``views.run_nearest``) finds the nearest runs when
+    followed, not with every page: the page asks no query of the key's
+    figures; the link answers 404 for a test the run lacks or one the page
+    does not rank, and once the others are gone; 410 once the moderators
+    hid the run; 404 for a private run of someone else."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    runs = [run_of(READ, title=f"r{i}") for i in range(3)]
+    me = runs[0]
+    url = f"/runs/{me.pk}/nearest/"
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(me.get_absolute_url()).content.decode()
+    assert not [q for q in queries if "ORDER BY" in q["sql"] and "UNION" in q["sql"]]
+    assert f'href="{url}?test={READ}"' in dd(page, READ)
+    assert client.get(url, {"test": READ}).status_code == 302
+    assert client.get(url, {"test": "fio-seq-write-1m-q8t1"}).status_code == 404
+    assert client.get(url, {"test": "<b>\x00"}).status_code == 404
+    assert client.get(url).status_code == 404
+    Run.objects.filter(pk__in=[r.pk for r in runs[1:]]).delete()
+    gone = client.get(url, {"test": READ})
+    assert gone.status_code == 404
+    Run.objects.filter(pk=me.pk).update(hidden=True, hidden_reason="spam")
+    hidden = client.get(url, {"test": READ})
+    assert hidden.status_code == 410 and "spam" in hidden.content.decode()
+    Run.objects.filter(pk=me.pk).update(hidden=False, visibility="private")
+    assert client.get(url, {"test": READ}).status_code == 404
