@@ -281,3 +281,27 @@ def test_without_strict_json_nan_is_written_as_drf_writes_it():
     ours = Loose().render(data, "application/json", {})
     assert ours == LooseDRF().render(data, "application/json", {})
     assert ours == b'{"a":[1.0,NaN,-Infinity]}'
+
+
+@pytest.mark.parametrize(
+    ("values", "finite"),
+    [
+        ([0.5, 2, True, -0.0], True),
+        ([1e308, 1e308], True),  # the sum overflows: each value is looked at
+        ([-1e308, -1e308, 5e-324], True),
+        ([10**400, 1.0], True),  # an int past a float: looked at one by one
+        ([1.0, None, "x", [2.0]], True),
+        ([1.0, math.nan], False),
+        ([math.inf, -math.inf], False),
+        ([1e308, 1e308, math.nan], False),
+        ([1.0, None, math.inf], False),
+        ([1.0, [2.0, [math.nan]]], False),
+        ([Money(1.0), Money(math.inf)], False),
+    ],
+)
+def test_lists_of_numbers_are_checked_at_once_and_exactly(values, finite):
+    """``all_finite`` sums a list of numbers in one step (a comparison's
+    per-repeat values); where the sum cannot tell (it overflows, or the list
+    holds other things) it looks at each value: the answer is the same."""
+    assert all_finite({"values": values}) is finite
+    assert all_finite([values]) is finite
