@@ -177,7 +177,7 @@ workloads = declare(
 workload_coverage = declare(
     "workload_coverage",
     "benchdb.results.reports:workload_coverage",
-    version=4,
+    version=5,
     defaults=[("cache", {}), ("overhead", {})],
 )
 setups_with_data = declare(
