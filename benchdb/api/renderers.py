@@ -72,11 +72,10 @@ class NotOrjson(Exception):
 
 
 def _finite_numbers(values: list) -> bool:
-    """True if ``values`` holds only floats and ints (not bools: ``sum``
-    would take them for numbers, harmlessly) whose sum is finite: then no
-    one of them is NaN or infinite.  False otherwise, also where it cannot
-    tell (another type inside, or finite numbers whose sum overflows): the
-    caller then looks at each value."""
+    """True if ``values`` holds only numbers (floats, ints, bools) whose sum
+    is finite: then none of them is NaN or infinite.  False otherwise, also
+    where it cannot tell (another type inside, or finite numbers whose sum
+    overflows): the caller then looks at each value."""
     try:
         total = sum(values, 0.0)
     except (TypeError, OverflowError):  # text, None, containers; huge ints
