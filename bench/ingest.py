@@ -186,20 +186,27 @@ def _stop(proc: subprocess.Popen) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process has used, from /proc; 0 if gone."""
+def _cpu_s(pid: int, *, reaped: bool = False) -> float:
+    """CPU seconds (user + system) a process has used, from /proc; 0 if gone.
+    ``reaped``: with its children that have ended and been waited for."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _tree_cpu_s(pid: int) -> float:
-    """CPU seconds of a process and its children (the worker's pool)."""
+    """CPU seconds of a process and its children (the worker's pool), with
+    the children that have ended: a Celery pool process replaced after
+    ``--max-tasks-per-child`` tasks, a web worker after ``--max-requests``
+    (each counted once, by the process that waited for it)."""
     from bench.timing import tree_pids
 
-    return sum(_cpu_s(p) for p in tree_pids(pid))
+    return sum(_cpu_s(p, reaped=True) for p in tree_pids(pid))
 
 
 def _backends_cpu(since: dict[int, float] | None = None) -> dict[int, float]:
