@@ -94,6 +94,11 @@ class Server:
                 str(Path(sys.executable).parent / "gunicorn"),
                 "benchdb.wsgi:application",
                 *self.serving.argv(),
+                # As docker/entrypoint.sh serves: the app imported (and
+                # warmed, benchdb/ops/warm.py) once, before the workers
+                # fork.  Without it the workers past the first were still
+                # importing NumPy and SciPy when the first row's rounds began.
+                "--preload",
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--timeout",
