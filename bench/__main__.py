@@ -293,7 +293,7 @@ def _measure(args, server, run_sql, ep, ctx: dict, label: str) -> dict:
     # A warm server: every worker's first asks of this address (its compiled
     # statements, its memo, the kept page read from the shared table) before
     # the rounds, as in a server that has served it a while (a worker is
-    # cold again once per --max-requests, 1,000: under 1% of its answers).
+    # cold again once per --max-requests, 10,000: 0.01% of its answers).
     # Untimed; the random rows, each set asked once, have none.
     _warm(server, ep.url)
     captured = timing.capture(ep.url) if first < args.query_count_limit else None

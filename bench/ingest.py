@@ -71,7 +71,7 @@ def _warm_up(port: int, bundles: list[dict], web_workers: int) -> None:
     more than the rest (a gunicorn worker's first upload 110 ms of CPU
     against 33 ms, measured with one sync worker: the pages copied from the
     preloaded parent, the connection, what is built on first use), a cost a
-    server pays once per ``--max-requests`` (1,000) requests and a pool
+    server pays once per ``--max-requests`` (10,000) requests and a pool
     process once per ``--max-tasks-per-child`` (100) tasks; with 5 web
     workers and 2 pool processes it was about a quarter of what 40 timed
     bundles measured."""

@@ -65,6 +65,22 @@ class Serving:
         return out
 
 
+# gunicorn's flags as docker/entrypoint.sh serves (tests/bench/
+# test_serving_flags.py holds the two equal).  --preload: the app imported
+# (and warmed, benchdb/ops/warm.py) once, before the workers fork; without
+# it the workers past the first were still importing NumPy and SciPy when
+# the first row's rounds began.  --max-requests: a worker replaced after
+# that many requests, as in production, so the many-clients lines pay for
+# it as a deployment does.
+DEPLOYED_FLAGS = (
+    "--preload",
+    "--max-requests",
+    "10000",
+    "--max-requests-jitter",
+    "1000",
+)
+
+
 class Server:
     """gunicorn on a free port, with the bench database (``serving``: its
     worker class, workers and threads; default 2 sync workers)."""
@@ -94,11 +110,7 @@ class Server:
                 str(Path(sys.executable).parent / "gunicorn"),
                 "benchdb.wsgi:application",
                 *self.serving.argv(),
-                # As docker/entrypoint.sh serves: the app imported (and
-                # warmed, benchdb/ops/warm.py) once, before the workers
-                # fork.  Without it the workers past the first were still
-                # importing NumPy and SciPy when the first row's rounds began.
-                "--preload",
+                *DEPLOYED_FLAGS,
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--timeout",

@@ -32,14 +32,17 @@ web)
     # requests).  `manage.py serve` runs this same line.  --preload imports
     # the app once, before the workers fork: five workers booting Django at
     # once on two busy cores took minutes.  --max-requests bounds a slow
-    # leak; the jitter keeps workers from restarting together.
+    # leak; the jitter keeps workers from restarting together.  10,000, not
+    # 1,000: at 1,300-1,500 requests/s a worker lived 4 s, and 32 clients'
+    # p99 on browse was 76-84 ms against 26-29 (bench/README.md, "First
+    # requests"); each worker's caches are bounded by their budgets.
     exec python -m gunicorn benchdb.wsgi:application \
         --bind "${GUNICORN_BIND:-0.0.0.0:8000}" \
         --workers "${WEB_CONCURRENCY:-$((2 * $(nproc) + 1))}" \
         --preload \
         --timeout "${GUNICORN_TIMEOUT:-60}" \
         --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
-        --max-requests 1000 --max-requests-jitter 100 \
+        --max-requests 10000 --max-requests-jitter 1000 \
         --access-logfile - --error-logfile - \
         "$@"
     ;;

@@ -6,8 +6,8 @@ Without it each worker's first request of a kind paid for it, in a
 visitor's time: the URL resolvers' reverse lookups built on the first
 ``reverse()`` (about 20 ms, with their regular expressions), and each page's
 templates read and compiled on their first use (10-25 ms for a run page or
-a comparison). A worker is replaced every ``--max-requests`` (1,000), so
-five workers paid it again every few thousand requests, and the harness's
+a comparison). A worker is replaced every ``--max-requests`` (then 1,000),
+so five workers paid it again every few thousand requests, and the harness's
 p95 of a row asked 20 times over five fresh workers was mostly these first
 requests (bench/README.md, "First requests").
 
