@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from django.conf import settings
 from django.template import TemplateSyntaxError, engines
 from django.template.backends.django import DjangoTemplates
 from django.template.backends.jinja2 import Jinja2
@@ -29,9 +28,9 @@ from jinja2 import TemplateSyntaxError as JinjaSyntaxError
 
 log = logging.getLogger(__name__)
 
-# Template names under these folders of the project's templates (the pages
-# visitors ask for); the apps' own (the admin's, the API browser's) are left
-# to their first use.
+# What a template file is called; the apps' own templates (the admin's, the
+# API browser's) are left to their first use: only the folders the settings
+# name (each engine's ``DIRS``) are read.
 TEMPLATE_SUFFIXES = (".html", ".txt")
 
 
@@ -58,31 +57,33 @@ def _urls(resolver, namespace: str = "") -> int:
 
 
 def _templates() -> int:
-    """Every template under the project's template folders loaded through
-    its engine (Django's cached loader and Jinja2 keep them compiled)."""
+    """Every template in the engines' own folders (``DIRS``) loaded through
+    its engine (Django's cached loader and Jinja2 keep them compiled); a
+    folder inside another engine's (Jinja2's under Django's) is that
+    engine's alone."""
+    backends = [b for b in engines.all() if isinstance(b, DjangoTemplates | Jinja2)]
     count = 0
-    root = Path(settings.BASE_DIR) / "templates"
-    for backend in engines.all():
-        if isinstance(backend, Jinja2):
-            names = backend.env.list_templates()
-            load = backend.env.get_template
-        elif isinstance(backend, DjangoTemplates):
-            folder = root
-            names = [
-                str(path.relative_to(folder))
-                for path in sorted(folder.rglob("*"))
-                if path.suffix in TEMPLATE_SUFFIXES and "jinja2" not in path.parts
-            ]
-            load = backend.get_template
-        else:
-            continue
-        for name in names:
-            try:
-                load(name)
-            except (TemplateSyntaxError, JinjaSyntaxError):
-                # As broken on its first request: that page says so, the
-                # others are served.
-                log.exception("template %s does not compile", name)
-                continue
-            count += 1
+    for backend in backends:
+        others = [Path(d) for b in backends if b is not backend for d in b.dirs]
+        load = (
+            backend.env.get_template
+            if isinstance(backend, Jinja2)
+            else backend.get_template
+        )
+        for folder in map(Path, backend.dirs):
+            for path in sorted(folder.rglob("*")):
+                if path.suffix not in TEMPLATE_SUFFIXES or any(
+                    path.is_relative_to(o) and not folder.is_relative_to(o)
+                    for o in others
+                ):
+                    continue
+                name = path.relative_to(folder).as_posix()
+                try:
+                    load(name)
+                except (TemplateSyntaxError, JinjaSyntaxError):
+                    # As broken on its first request: that page says so,
+                    # the others are served.
+                    log.exception("template %s does not compile", name)
+                    continue
+                count += 1
     return count
