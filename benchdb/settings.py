@@ -69,8 +69,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Pages compress about tenfold (a full comparison: ~200 KB of HTML to
     # ~25 KB).  Django's GZip adds random bytes against BREACH (since 4.2);
-    # WhiteNoise serves its own precompressed files untouched.
-    "django.middleware.gzip.GZipMiddleware",
+    # WhiteNoise serves its own precompressed files untouched, and bodies
+    # compressed already (the dump, the agent) are sent as they are.
+    "benchdb.ops.compression.Compression",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -166,3 +166,25 @@ def test_beat_checks_the_dump_every_minute():
     entry = django_settings.CELERY_BEAT_SCHEDULE["refresh-dump"]
     assert entry["schedule"] == 60
     assert entry["task"] in app.tasks
+
+
+@pytest.mark.parametrize("stale", [False, True])
+def test_a_client_that_accepts_gzip_gets_the_dump_file_as_it_is(
+    api, dumps, three, staff, stale
+):
+    """The dump is a gzip file already: asked by a browser or ``curl
+    --compressed`` (Accept-Encoding: gzip) it is sent as it is, not gzipped
+    a second time (CPU spent for no byte saved, and a client that does not
+    decode would save a gzip inside a gzip)."""
+    host, guest, other = three
+    public_dump()
+    if stale:  # served filtered, as a stream, until the next dump
+        leave("hide", other, other.owner, staff)
+        assert not dump_is_current()
+    response = api.get("/api/v1/dump/?kind=csv", HTTP_ACCEPT_ENCODING="gzip")
+    assert response.status_code == 200
+    assert not response.has_header("Content-Encoding")
+    body = b"".join(response.streaming_content)
+    text = gzip.decompress(body).decode()
+    ids = {int(row["run_id"]) for row in csv.DictReader(io.StringIO(text))}
+    assert ids == ({host.pk, guest.pk} if stale else {host.pk, guest.pk, other.pk})
