@@ -160,7 +160,7 @@ class Server:
             if not chunk:
                 break
             size += len(chunk)
-            tail = (tail + chunk)[-4:]
+            tail = (tail + chunk[-4:])[-4:]
         elapsed = time.perf_counter() - t0
         conn.close()
         if response.getheader("Content-Encoding") == "gzip" and len(tail) == 4:
